@@ -1,0 +1,214 @@
+#include "common/av.hpp"
+
+#include <cstring>
+
+namespace softnic {
+
+int av_close(fid *f);
+
+namespace {
+
+Av *av_of(fid_av *f) { return owner_of<Av>(f); }
+
+int op_insert(fid_av *f, const void *addr, size_t count, fi_addr_t *fi_addr, uint64_t flags,
+              void *) {
+    return guarded([&] { return av_of(f)->insert(addr, count, fi_addr, flags); });
+}
+int op_insertsvc(fid_av *f, const char *node, const char *service, fi_addr_t *fi_addr,
+                 uint64_t flags, void *) {
+    return guarded([&] { return av_of(f)->insertsvc(node, service, fi_addr, flags); });
+}
+int op_insertsym(fid_av *, const char *, size_t, const char *, size_t, fi_addr_t *, uint64_t,
+                 void *) {
+    SN_REJECT(-FI_ENOSYS, FI_LOG_AV, "fi_av_insertsym is not supported\n");
+}
+int op_remove(fid_av *f, fi_addr_t *fi_addr, size_t count, uint64_t flags) {
+    return guarded([&] { return av_of(f)->remove(fi_addr, count, flags); });
+}
+int op_lookup(fid_av *f, fi_addr_t fi_addr, void *addr, size_t *addrlen) {
+    return av_of(f)->lookup(fi_addr, addr, addrlen);
+}
+const char *op_straddr(fid_av *f, const void *addr, char *buf, size_t *len) {
+    return av_of(f)->straddr(addr, buf, len);
+}
+int op_av_set(fid_av *, fi_av_set_attr *, fid_av_set **, void *) {
+    SN_REJECT(-FI_ENOSYS, FI_LOG_AV, "AV sets (collectives) are not supported\n");
+}
+
+}  // namespace
+
+fi_ops_av av_ops = {sizeof(fi_ops_av), op_insert, op_insertsvc, op_insertsym,
+                    op_remove,         op_lookup, op_straddr,   op_av_set};
+
+fi_ops av_fid_ops = make_fid_ops(av_close, fid_no_bind, fid_no_control, fid_no_ops_open);
+
+int av_close(fid *f) {
+    Av *av = owner_of_fid<Av, fid_av>(f);
+    if (av->refs().busy()) SN_REJECT(-FI_EBUSY, FI_LOG_AV, "AV still bound to an endpoint\n");
+    delete av;
+    return 0;
+}
+
+int Av::check_attr(const fi_av_attr &attr) {
+    if (attr.type != FI_AV_UNSPEC && attr.type != FI_AV_MAP && attr.type != FI_AV_TABLE)
+        SN_REJECT(-FI_EINVAL, FI_LOG_AV, "invalid AV type %d\n", attr.type);
+    if (attr.flags & (FI_EVENT | FI_READ))
+        SN_REJECT(-FI_EINVAL, FI_LOG_AV, "AV flags FI_EVENT/FI_READ are not supported\n");
+    if (attr.flags & ~(FI_SYMMETRIC | FI_AV_USER_ID))
+        SN_REJECT(-FI_EINVAL, FI_LOG_AV, "unsupported AV flags 0x%lx\n", attr.flags);
+    if (attr.rx_ctx_bits < 0 || attr.rx_ctx_bits > 4)
+        SN_REJECT(-FI_EINVAL, FI_LOG_AV, "rx_ctx_bits %d outside 0..4\n", attr.rx_ctx_bits);
+    if (attr.name) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "named (shared) AVs are not supported\n");
+    return 0;
+}
+
+Av::Av(const fi_av_attr &attr, const AvAddressing &addressing, void *context)
+    : addressing_(addressing),
+      flags_(attr.flags),
+      rx_ctx_bits_(attr.rx_ctx_bits),
+      chunks_(new std::unique_ptr<Entry[]>[kMaxChunks]) {
+    handle_.owner = this;
+    handle_.fid.fid.fclass = FI_CLASS_AV;
+    handle_.fid.fid.context = context;
+    handle_.fid.ops = &av_ops;
+}
+
+Av::~Av() = default;
+
+fi_addr_t Av::base_index(fi_addr_t a) const {
+    return rx_ctx_bits_ ? (a & ((1ULL << (64 - rx_ctx_bits_)) - 1)) : a;
+}
+
+unsigned Av::rx_index(fi_addr_t a) const {
+    return rx_ctx_bits_ ? static_cast<unsigned>(a >> (64 - rx_ctx_bits_)) : 0;
+}
+
+Av::Entry *Av::entry(fi_addr_t fi_addr) const {
+    size_t i = base_index(fi_addr);
+    if (fi_addr == FI_ADDR_UNSPEC || i >= capacity_.load(std::memory_order_acquire)) return nullptr;
+    Entry &e = slot(i);
+    return e.refs ? &e : nullptr;
+}
+
+void Av::forget_peer(void *peer) {
+    std::lock_guard<std::mutex> g(lock_);
+    for (size_t i = 0; i < next_; i++) {
+        void *expected = peer;
+        slot(i).peer_cache.compare_exchange_strong(expected, nullptr);
+    }
+}
+
+fi_addr_t Av::reverse(uint64_t key) const {
+    std::lock_guard<std::mutex> g(lock_);
+    auto it = by_key_.find(key);
+    if (it == by_key_.end()) return FI_ADDR_NOTAVAIL;
+    const Entry &e = slot(it->second);
+    return e.user_id != FI_ADDR_NOTAVAIL ? e.user_id : it->second;
+}
+
+fi_addr_t Av::insert_one(const void *addr, fi_addr_t user_id) {
+    uint64_t key = addressing_.key(addr);
+    auto it = by_key_.find(key);
+    if (it != by_key_.end()) {  // already present: same index, one more reference
+        slot(it->second).refs++;
+        return it->second;
+    }
+    size_t i;
+    if (!free_.empty()) {
+        i = free_.top();
+        free_.pop();
+    } else {
+        i = next_++;
+        if (i / kChunk >= kMaxChunks) return FI_ADDR_NOTAVAIL;
+        if (i >= capacity_.load()) {
+            chunks_[i / kChunk].reset(new Entry[kChunk]);
+            capacity_.store((i / kChunk + 1) * kChunk, std::memory_order_release);
+        }
+    }
+    Entry &e = slot(i);
+    std::memset(e.addr.data(), 0, e.addr.size());
+    std::memcpy(e.addr.data(), addr, addressing_.addrlen);
+    e.key = key;
+    e.user_id = user_id;
+    e.peer_cache.store(nullptr);
+    e.refs = 1;
+    by_key_[key] = i;
+    return i;
+}
+
+int Av::insert(const void *addr, size_t count, fi_addr_t *fi_addr, uint64_t flags) {
+    if (count && !addr) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "NULL address array\n");
+    if (flags & ~(FI_MORE | FI_AV_USER_ID))
+        SN_REJECT(-FI_EINVAL, FI_LOG_AV, "unsupported insert flags 0x%lx\n", flags);
+    bool user_ids = flags & FI_AV_USER_ID;
+    if (user_ids && !fi_addr) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "FI_AV_USER_ID needs fi_addr\n");
+    if (user_ids && symmetric())
+        SN_REJECT(-FI_EINVAL, FI_LOG_AV, "FI_AV_USER_ID cannot be used with FI_SYMMETRIC\n");
+    if (user_ids && (flags_ & FI_AV_USER_ID))
+        SN_REJECT(-FI_EINVAL, FI_LOG_AV, "AV already assigns user ids\n");
+    std::lock_guard<std::mutex> g(lock_);
+    int inserted = 0;
+    auto *bytes = static_cast<const uint8_t *>(addr);
+    for (size_t n = 0; n < count; n++) {
+        const uint8_t *a = bytes + n * addressing_.addrlen;
+        fi_addr_t id = user_ids ? fi_addr[n] : FI_ADDR_NOTAVAIL;
+        fi_addr_t r = addressing_.valid(a) ? insert_one(a, id) : FI_ADDR_NOTAVAIL;
+        if (r == FI_ADDR_NOTAVAIL) SN_WARN(FI_LOG_AV, "address %zu is invalid\n", n);
+        else inserted++;
+        if (fi_addr) fi_addr[n] = r;
+    }
+    return inserted;
+}
+
+int Av::insertsvc(const char *node, const char *service, fi_addr_t *fi_addr, uint64_t flags) {
+    if (!node || !service) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "node and service are required\n");
+    std::array<uint8_t, kMaxAddrLen> a{};
+    int ret = addressing_.from_service(node, service, a.data());
+    if (ret) return ret;
+    return insert(a.data(), 1, fi_addr, flags);
+}
+
+int Av::remove(fi_addr_t *fi_addr, size_t count, uint64_t flags) {
+    if (count && !fi_addr) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "NULL fi_addr array\n");
+    if (flags) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "remove flags must be 0\n");
+    std::lock_guard<std::mutex> g(lock_);
+    for (size_t n = 0; n < count; n++) {
+        size_t i = base_index(fi_addr[n]);
+        if (i >= next_ || !slot(i).refs)
+            SN_REJECT(-FI_EINVAL, FI_LOG_AV, "fi_addr %lu is not in the AV\n", fi_addr[n]);
+    }
+    for (size_t n = 0; n < count; n++) {
+        size_t i = base_index(fi_addr[n]);
+        Entry &e = slot(i);
+        if (--e.refs == 0) {
+            by_key_.erase(e.key);
+            free_.push(i);
+        }
+    }
+    return 0;
+}
+
+int Av::lookup(fi_addr_t fi_addr, void *addr, size_t *addrlen) {
+    if (!addrlen) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "NULL addrlen\n");
+    Entry *e = entry(fi_addr);
+    if (!e) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "fi_addr %lu is not in the AV\n", fi_addr);
+    size_t n = std::min(*addrlen, addressing_.addrlen);
+    if (addr && n) std::memcpy(addr, e->addr.data(), n);
+    size_t need = addressing_.addrlen;
+    *addrlen = need;
+    return n < need ? -FI_ETOOSMALL : 0;
+}
+
+const char *Av::straddr(const void *addr, char *buf, size_t *len) {
+    if (!addr || !len) return nullptr;
+    std::string s = addressing_.to_string(addr);
+    size_t need = s.size() + 1;
+    if (buf && *len) {
+        std::strncpy(buf, s.c_str(), *len - 1);
+        buf[*len - 1] = '\0';
+    }
+    *len = need;
+    return buf;
+}
+
+}  // namespace softnic

@@ -1,0 +1,91 @@
+// Address vector shared by both providers: FI_AV_TABLE and FI_AV_MAP use the same
+// index-based table (fi_addr_t is opaque to the application), lookups by index are
+// lock-free and reverse lookups (address -> fi_addr, for FI_SOURCE) are O(1).
+#pragma once
+
+#include <rdma/fi_domain.h>
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/fid.hpp"
+
+namespace softnic {
+
+// What the provider contributes: its address format.
+struct AvAddressing {
+    size_t addrlen;                                     // bytes of one address
+    uint64_t (*key)(const void *addr);                  // identity used for reverse lookup
+    bool (*valid)(const void *addr);                    // well-formed?
+    int (*from_service)(const char *node, const char *service, void *out);
+    std::string (*to_string)(const void *addr);
+};
+
+class Av {
+public:
+    static constexpr size_t kMaxAddrLen = 32;
+    struct Entry {
+        std::array<uint8_t, kMaxAddrLen> addr{};
+        uint64_t key = 0;
+        fi_addr_t user_id = FI_ADDR_NOTAVAIL;
+        uint32_t refs = 0;                     // 0 = free slot
+        std::atomic<void *> peer_cache{nullptr};  // provider's resolved route, set lazily
+    };
+
+    static int check_attr(const fi_av_attr &attr);
+    Av(const fi_av_attr &attr, const AvAddressing &addressing, void *context);
+    virtual ~Av();
+    Av(const Av &) = delete;
+    Av &operator=(const Av &) = delete;
+
+    fid_av *fid() { return &handle_.fid; }
+    RefCount &refs() { return refs_; }
+    const AvAddressing &addressing() const { return addressing_; }
+    bool symmetric() const { return flags_ & FI_SYMMETRIC; }
+    int rx_ctx_bits() const { return rx_ctx_bits_; }
+
+    int insert(const void *addr, size_t count, fi_addr_t *fi_addr, uint64_t flags);
+    int insertsvc(const char *node, const char *service, fi_addr_t *fi_addr, uint64_t flags);
+    int remove(fi_addr_t *fi_addr, size_t count, uint64_t flags);
+    int lookup(fi_addr_t fi_addr, void *addr, size_t *addrlen);
+    const char *straddr(const void *addr, char *buf, size_t *len);
+
+    // Data path: the entry for an index (masked of rx context bits), or null.
+    Entry *entry(fi_addr_t fi_addr) const;
+    // The fi_addr (or user id) an address was inserted as, FI_ADDR_NOTAVAIL if none.
+    fi_addr_t reverse(uint64_t key) const;
+    // Strip the receive-context bits of a scalable-endpoint address.
+    fi_addr_t base_index(fi_addr_t a) const;
+    // Clear every cached route equal to `peer` (its peer went away).
+    void forget_peer(void *peer);
+    unsigned rx_index(fi_addr_t a) const;
+
+private:
+    static constexpr size_t kChunk = 1024, kMaxChunks = 65536;
+    fi_addr_t insert_one(const void *addr, fi_addr_t user_id);
+    Entry &slot(size_t i) const { return chunks_[i / kChunk].get()[i % kChunk]; }
+
+    Handle<fid_av, Av> handle_;
+    AvAddressing addressing_;
+    uint64_t flags_;
+    int rx_ctx_bits_;
+    mutable std::mutex lock_;  // writers only; readers use the published chunks
+    std::unique_ptr<std::unique_ptr<Entry[]>[]> chunks_;
+    std::atomic<size_t> capacity_{0};
+    std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>> free_;
+    size_t next_ = 0;
+    std::unordered_map<uint64_t, size_t> by_key_;
+    RefCount refs_;
+};
+
+extern fi_ops_av av_ops;
+extern fi_ops av_fid_ops;
+int av_close(fid *f);
+
+}  // namespace softnic

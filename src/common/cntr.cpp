@@ -1,0 +1,117 @@
+#include "common/cntr.hpp"
+
+#include <sched.h>
+
+#include <chrono>
+
+namespace softnic {
+namespace {
+
+Cntr *cntr_of(fid_cntr *f) { return owner_of<Cntr>(f); }
+
+uint64_t op_read(fid_cntr *f) { return cntr_of(f)->read(); }
+uint64_t op_readerr(fid_cntr *f) { return cntr_of(f)->readerr(); }
+int op_add(fid_cntr *f, uint64_t v) { return cntr_of(f)->add(v); }
+int op_adderr(fid_cntr *f, uint64_t v) { return cntr_of(f)->adderr(v); }
+int op_set(fid_cntr *f, uint64_t v) { return cntr_of(f)->set(v); }
+int op_seterr(fid_cntr *f, uint64_t v) { return cntr_of(f)->seterr(v); }
+int op_wait(fid_cntr *f, uint64_t threshold, int timeout) {
+    return guarded([&] { return cntr_of(f)->wait(threshold, timeout); });
+}
+
+}  // namespace
+
+fi_ops_cntr cntr_ops = {sizeof(fi_ops_cntr), op_read, op_readerr, op_add, op_set,
+                        op_wait, op_adderr, op_seterr};
+
+int cntr_close(fid *f) {
+    Cntr *c = owner_of_fid<Cntr, fid_cntr>(f);
+    if (c->refs().busy()) SN_REJECT(-FI_EBUSY, FI_LOG_CNTR, "counter still bound\n");
+    delete c;
+    return 0;
+}
+
+namespace {
+int cntr_control(fid *, int command, void *) {
+    SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "unsupported counter control %d (no wait object)\n",
+              command);
+}
+}  // namespace
+
+fi_ops cntr_fid_ops = make_fid_ops(cntr_close, fid_no_bind, cntr_control, fid_no_ops_open);
+
+int Cntr::check_attr(const fi_cntr_attr &attr) {
+    if (attr.events != FI_CNTR_EVENTS_COMP && attr.events != 1)
+        SN_REJECT(-FI_ENOSYS, FI_LOG_CNTR, "unsupported counter events %d\n", attr.events);
+    switch (attr.wait_obj) {
+        case FI_WAIT_NONE:
+        case FI_WAIT_UNSPEC:
+        case FI_WAIT_YIELD: break;
+        default:
+            SN_REJECT(-FI_ENOSYS, FI_LOG_CNTR, "unsupported counter wait object %d\n",
+                      attr.wait_obj);
+    }
+    if (attr.flags & ~(1ULL << 32))
+        SN_REJECT(-FI_ENOSYS, FI_LOG_CNTR, "unsupported counter flags 0x%lx\n", attr.flags);
+    return 0;
+}
+
+Cntr::Cntr(const fi_cntr_attr &attr, void *context)
+    : events_(attr.events),
+      wait_obj_(attr.wait_obj == FI_WAIT_UNSPEC ? FI_WAIT_YIELD : attr.wait_obj) {
+    handle_.owner = this;
+    handle_.fid.fid.fclass = FI_CLASS_CNTR;
+    handle_.fid.fid.context = context;
+    handle_.fid.ops = &cntr_ops;
+}
+
+uint64_t Cntr::read() {
+    progress_.run();
+    return value_.load(std::memory_order_acquire);
+}
+
+uint64_t Cntr::readerr() {
+    progress_.run();
+    return err_.load(std::memory_order_acquire);
+}
+
+int Cntr::add(uint64_t v) {
+    if (v > kSuccessMax) SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "value exceeds 48 bits\n");
+    value_.fetch_add(v);
+    return 0;
+}
+
+int Cntr::adderr(uint64_t v) {
+    if (v > kErrorMax) SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "error value exceeds 127\n");
+    err_.fetch_add(v);
+    return 0;
+}
+
+int Cntr::set(uint64_t v) {
+    if (v > kSuccessMax) SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "value exceeds 48 bits\n");
+    value_.store(v);
+    return 0;
+}
+
+int Cntr::seterr(uint64_t v) {
+    if (v > kErrorMax) SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "error value exceeds 127\n");
+    err_.store(v);
+    return 0;
+}
+
+int Cntr::wait(uint64_t threshold, int timeout_ms) {
+    if (wait_obj_ == FI_WAIT_NONE)
+        SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "counter has no wait object\n");
+    if (threshold > kSuccessMax) SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "threshold exceeds 48 bits\n");
+    using clock = std::chrono::steady_clock;
+    auto deadline = clock::now() + std::chrono::milliseconds(timeout_ms);
+    uint64_t err0 = err_.load();
+    for (unsigned spins = 0;; spins++) {
+        if (read() >= threshold) return 0;
+        if (err_.load() != err0) return -FI_EAVAIL;
+        if (timeout_ms >= 0 && clock::now() >= deadline) return -FI_ETIMEDOUT;
+        if (spins > 1000) sched_yield();
+    }
+}
+
+}  // namespace softnic

@@ -1,0 +1,185 @@
+#include "common/cq.hpp"
+
+#include <sched.h>
+
+#include <chrono>
+#include <cstring>
+
+namespace softnic {
+namespace {
+
+size_t entry_size_of(fi_cq_format f) {
+    switch (f) {
+        case FI_CQ_FORMAT_CONTEXT: return sizeof(fi_cq_entry);
+        case FI_CQ_FORMAT_MSG: return sizeof(fi_cq_msg_entry);
+        case FI_CQ_FORMAT_DATA: return sizeof(fi_cq_data_entry);
+        case FI_CQ_FORMAT_TAGGED: return sizeof(fi_cq_tagged_entry);
+        default: return 0;
+    }
+}
+
+Cq *cq_of(fid_cq *f) { return owner_of<Cq>(f); }
+
+ssize_t op_read(fid_cq *f, void *buf, size_t n) {
+    return guarded([&] { return cq_of(f)->read(buf, n, nullptr); });
+}
+ssize_t op_readfrom(fid_cq *f, void *buf, size_t n, fi_addr_t *src) {
+    return guarded([&] { return cq_of(f)->read(buf, n, src); });
+}
+ssize_t op_readerr(fid_cq *f, fi_cq_err_entry *e, uint64_t flags) {
+    return guarded([&] { return cq_of(f)->readerr(e, flags); });
+}
+ssize_t op_sread(fid_cq *f, void *buf, size_t n, const void *, int timeout) {
+    return guarded([&] { return cq_of(f)->sread(buf, n, nullptr, timeout); });
+}
+ssize_t op_sreadfrom(fid_cq *f, void *buf, size_t n, fi_addr_t *src, const void *, int timeout) {
+    return guarded([&] { return cq_of(f)->sread(buf, n, src, timeout); });
+}
+int op_signal(fid_cq *) { return -FI_ENOSYS; }
+const char *op_strerror(fid_cq *f, int prov_errno, const void *err_data, char *buf, size_t len) {
+    return cq_of(f)->strerror(prov_errno, err_data, buf, len);
+}
+
+fi_ops_cq cq_ops = {
+    sizeof(fi_ops_cq), op_read, op_readfrom, op_readerr, op_sread, op_sreadfrom, op_signal,
+    op_strerror,
+};
+
+int cq_close(fid *f) {
+    Cq *cq = owner_of_fid<Cq, fid_cq>(f);
+    if (cq->refs().busy()) SN_REJECT(-FI_EBUSY, FI_LOG_CQ, "CQ still bound to an endpoint\n");
+    delete cq;
+    return 0;
+}
+
+int cq_control(fid *, int command, void *) {
+    if (command == FI_GETWAIT)
+        SN_REJECT(-FI_ENODATA, FI_LOG_CQ, "CQ has no wait object\n");
+    SN_REJECT(-FI_ENOSYS, FI_LOG_CQ, "unsupported CQ control %d\n", command);
+}
+
+fi_ops cq_fid_ops = make_fid_ops(cq_close, fid_no_bind, cq_control, fid_no_ops_open);
+
+}  // namespace
+
+int Cq::check_attr(const fi_cq_attr &attr) {
+    switch (attr.format) {
+        case FI_CQ_FORMAT_UNSPEC:
+        case FI_CQ_FORMAT_CONTEXT:
+        case FI_CQ_FORMAT_MSG:
+        case FI_CQ_FORMAT_DATA:
+        case FI_CQ_FORMAT_TAGGED: break;
+        default: SN_REJECT(-FI_ENOSYS, FI_LOG_CQ, "unsupported CQ format %d\n", attr.format);
+    }
+    switch (attr.wait_obj) {
+        case FI_WAIT_NONE:
+        case FI_WAIT_UNSPEC:
+        case FI_WAIT_YIELD: break;
+        default:
+            SN_REJECT(-FI_ENOSYS, FI_LOG_CQ, "unsupported CQ wait object %d\n", attr.wait_obj);
+    }
+    if (attr.flags & FI_AFFINITY)
+        SN_REJECT(-FI_ENOSYS, FI_LOG_CQ, "FI_AFFINITY is not supported\n");
+    return 0;
+}
+
+Cq::Cq(fid_domain *domain, const fi_cq_attr &attr, size_t default_size, void *context,
+       ProvStrError prov_strerror)
+    : format_(attr.format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_CONTEXT : attr.format),
+      entry_size_(entry_size_of(format_)),
+      prov_strerror_(prov_strerror),
+      ring_(attr.size ? attr.size : default_size) {
+    (void)domain;
+    handle_.owner = this;
+    handle_.fid.fid.fclass = FI_CLASS_CQ;
+    handle_.fid.fid.context = context;
+    handle_.fid.fid.ops = &cq_fid_ops;
+    handle_.fid.ops = &cq_ops;
+}
+
+void Cq::push(const Completion &c) {
+    SpinGuard g(lock_);
+    if (count_ == ring_.size()) {  // rare: grow rather than lose a completion
+        std::vector<Completion> bigger(ring_.size() * 2);
+        for (size_t i = 0; i < count_; i++) bigger[i] = ring_[(head_ + i) % ring_.size()];
+        ring_.swap(bigger);
+        head_ = 0;
+    }
+    ring_[(head_ + count_) % ring_.size()] = c;
+    count_++;
+}
+
+void Cq::push_error(const ErrorCompletion &e) {
+    SpinGuard g(lock_);
+    errors_.push_back(e);
+}
+
+void Cq::write_entry(uint8_t *dst, const Completion &c) const {
+    fi_cq_tagged_entry full{c.op_context, c.flags, c.len, c.buf, c.data, c.tag};
+    std::memcpy(dst, &full, entry_size_);  // the formats are prefixes of the tagged one
+}
+
+ssize_t Cq::read(void *buf, size_t count, fi_addr_t *src) {
+    if (count && !buf) SN_REJECT(-FI_EINVAL, FI_LOG_CQ, "NULL buffer\n");
+    progress_.run();
+    SpinGuard g(lock_);
+    if (!errors_.empty()) return -FI_EAVAIL;
+    if (!count_) return -FI_EAGAIN;
+    size_t n = 0;
+    auto *out = static_cast<uint8_t *>(buf);
+    for (; n < count && count_; n++) {
+        const Completion &c = ring_[head_];
+        write_entry(out + n * entry_size_, c);
+        if (src) src[n] = c.src;
+        head_ = (head_ + 1) % ring_.size();
+        count_--;
+    }
+    return static_cast<ssize_t>(n);
+}
+
+ssize_t Cq::readerr(fi_cq_err_entry *out, uint64_t flags) {
+    if (!out) SN_REJECT(-FI_EINVAL, FI_LOG_CQ, "NULL error entry\n");
+    (void)flags;
+    progress_.run();
+    SpinGuard g(lock_);
+    if (errors_.empty()) return -FI_EAGAIN;
+    last_error_ = std::move(errors_.front());
+    errors_.pop_front();
+    void *user_data = out->err_data;
+    size_t user_size = out->err_data_size;
+    *out = last_error_.entry;
+    const auto &ed = last_error_.err_data;
+    if (user_data && user_size) {  // API >= 1.5: copy into the caller's buffer
+        size_t n = std::min(user_size, ed.size());
+        if (n) std::memcpy(user_data, ed.data(), n);
+        out->err_data = user_data;
+        out->err_data_size = n;
+    } else {
+        out->err_data = ed.empty() ? nullptr : const_cast<uint8_t *>(ed.data());
+        out->err_data_size = ed.size();
+    }
+    return 1;
+}
+
+ssize_t Cq::sread(void *buf, size_t count, fi_addr_t *src, int timeout_ms) {
+    using clock = std::chrono::steady_clock;
+    auto deadline = clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (;;) {
+        ssize_t n = read(buf, count, src);
+        if (n != -FI_EAGAIN) return n;
+        if (timeout_ms >= 0 && clock::now() >= deadline) return -FI_EAGAIN;
+        sched_yield();
+    }
+}
+
+const char *Cq::strerror(int prov_errno, const void *, char *buf, size_t len) {
+    const char *s = prov_strerror_ ? prov_strerror_(prov_errno) : fi_strerror(prov_errno);
+    if (buf && len) {
+        std::strncpy(buf, s, len - 1);
+        buf[len - 1] = '\0';
+        return buf;
+    }
+    return s;
+}
+
+}  // namespace softnic

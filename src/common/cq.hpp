@@ -1,0 +1,74 @@
+// Completion queue: every fi_cq_format, an error queue, fi_cq_readfrom, sread.
+#pragma once
+
+#include <rdma/fi_domain.h>
+#include <rdma/fi_eq.h>
+
+#include <deque>
+#include <vector>
+
+#include "common/fid.hpp"
+#include "common/progress.hpp"
+
+namespace softnic {
+
+// Format-independent completion; written once, formatted at read time.
+struct Completion {
+    void *op_context = nullptr;
+    uint64_t flags = 0;
+    size_t len = 0;
+    void *buf = nullptr;
+    uint64_t data = 0;
+    uint64_t tag = 0;
+    fi_addr_t src = FI_ADDR_NOTAVAIL;
+};
+
+// An error completion that owns a copy of its err_data.
+struct ErrorCompletion {
+    fi_cq_err_entry entry{};
+    fi_addr_t src = FI_ADDR_NOTAVAIL;
+    std::vector<uint8_t> err_data;
+};
+
+using ProvStrError = const char *(*)(int prov_errno);
+
+class Cq {
+public:
+    // Validates attr; returns 0 or a -FI_E* code (and logs why).
+    static int check_attr(const fi_cq_attr &attr);
+
+    Cq(fid_domain *domain, const fi_cq_attr &attr, size_t default_size, void *context,
+       ProvStrError prov_strerror);
+    ~Cq() = default;
+    Cq(const Cq &) = delete;
+    Cq &operator=(const Cq &) = delete;
+
+    fid_cq *fid() { return &handle_.fid; }
+    ProgressList &progress() { return progress_; }
+    RefCount &refs() { return refs_; }
+
+    void push(const Completion &c);
+    void push_error(const ErrorCompletion &e);
+
+    ssize_t read(void *buf, size_t count, fi_addr_t *src);
+    ssize_t readerr(fi_cq_err_entry *out, uint64_t flags);
+    ssize_t sread(void *buf, size_t count, fi_addr_t *src, int timeout_ms);
+    const char *strerror(int prov_errno, const void *err_data, char *buf, size_t len);
+
+private:
+    void write_entry(uint8_t *dst, const Completion &c) const;
+
+    Handle<fid_cq, Cq> handle_;
+    fi_cq_format format_;
+    size_t entry_size_;
+    ProvStrError prov_strerror_;
+    SpinLock lock_;
+    std::vector<Completion> ring_;  // grows when full: completions are never dropped
+    size_t head_ = 0, count_ = 0;
+    std::deque<ErrorCompletion> errors_;
+    ErrorCompletion last_error_;  // err_data handed out by readerr stays valid until the next
+    ProgressList progress_;
+    RefCount refs_;
+};
+
+}  // namespace softnic

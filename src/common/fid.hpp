@@ -1,0 +1,83 @@
+// Glue between libfabric's C fid objects and our C++ objects.
+//
+// Every object embeds a Handle whose first member is the libfabric fid struct the
+// application sees, followed by a pointer back to the owner. The ops tables are
+// static C functions that recover the owner and call into C++; `guarded` makes
+// sure no exception ever crosses back into C.
+#pragma once
+
+#include <rdma/fabric.h>
+#include <rdma/fi_errno.h>
+
+#include <atomic>
+#include <cstdint>
+#include <new>
+#include <utility>
+
+#include "common/log.hpp"
+
+namespace softnic {
+
+template <class Fid, class Owner>
+struct Handle {
+    Fid fid{};
+    Owner *owner = nullptr;
+};
+
+// Recover the owner from any fid whose handle was declared as Handle<Fid, Owner>.
+// (Through an integer: the compiler cannot see that a `fid *` is the head of a Handle.)
+template <class Owner, class Fid>
+inline Owner *owner_of(Fid *f) {
+    auto *h = reinterpret_cast<Handle<Fid, Owner> *>(reinterpret_cast<uintptr_t>(f));
+    return h->owner;  // libfabric never hands us a null fid
+}
+
+template <class Owner, class Fid>
+inline Owner *owner_of_fid(fid *f) {
+    return owner_of<Owner>(reinterpret_cast<Fid *>(reinterpret_cast<uintptr_t>(f)));
+}
+
+// Run `fn`, turning allocation failure (the only exception we use) into -FI_ENOMEM.
+template <class Fn>
+inline auto guarded(Fn &&fn) noexcept -> decltype(fn()) {
+    try {
+        return std::forward<Fn>(fn)();
+    } catch (const std::bad_alloc &) {
+        SN_WARN(FI_LOG_CORE, "out of memory\n");
+        return static_cast<decltype(fn())>(-FI_ENOMEM);
+    } catch (...) {
+        SN_WARN(FI_LOG_CORE, "unexpected internal error\n");
+        return static_cast<decltype(fn())>(-FI_EOTHER);
+    }
+}
+
+// Reference count for objects that others bind to (fi_close of a busy object is -FI_EBUSY).
+class RefCount {
+public:
+    void get() noexcept { n_.fetch_add(1, std::memory_order_relaxed); }
+    void put() noexcept { n_.fetch_sub(1, std::memory_order_relaxed); }
+    bool busy() const noexcept { return n_.load(std::memory_order_relaxed) != 0; }
+
+private:
+    std::atomic<int> n_{0};
+};
+
+// A fid ops table; members newer than these four stay null.
+inline fi_ops make_fid_ops(int (*close)(fid *), int (*bind)(fid *, fid *, uint64_t),
+                           int (*control)(fid *, int, void *),
+                           int (*ops_open)(fid *, const char *, uint64_t, void **, void *)) {
+    fi_ops o{};
+    o.size = sizeof(fi_ops);
+    o.close = close;
+    o.bind = bind;
+    o.control = control;
+    o.ops_open = ops_open;
+    return o;
+}
+
+// Operations that libfabric defines for every fid but most objects do not support.
+int fid_no_bind(fid *, fid *, uint64_t);
+int fid_no_control(fid *, int, void *);
+int fid_no_ops_open(fid *, const char *, uint64_t, void **, void *);
+
+}  // namespace softnic

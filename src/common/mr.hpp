@@ -1,0 +1,70 @@
+// Memory registration: keys (client or provider chosen), FI_MR_ENDPOINT binding and
+// enabling, and the per-domain key table that RMA targets look keys up in.
+#pragma once
+
+#include <rdma/fi_domain.h>
+
+#include <mutex>
+#include <unordered_map>
+
+#include "common/fid.hpp"
+
+namespace softnic {
+
+class Mr;
+
+// Per-domain table of remotely accessible MRs.
+class MrTable {
+public:
+    explicit MrTable(bool prov_keys, bool endpoint_mode)
+        : prov_keys_(prov_keys), endpoint_mode_(endpoint_mode) {}
+    bool prov_keys() const { return prov_keys_; }
+    bool endpoint_mode() const { return endpoint_mode_; }
+
+    // Claim a key for `mr`: the requested client key or a fresh provider key.
+    int assign(Mr *mr, uint64_t requested, uint64_t &key);
+    void release(uint64_t key);
+    Mr *find(uint64_t key);
+
+private:
+    bool prov_keys_, endpoint_mode_;
+    std::mutex lock_;
+    std::unordered_map<uint64_t, Mr *> keys_;
+    uint64_t next_seq_ = 1;  // provider keys are never reused
+};
+
+class Mr {
+public:
+    // Returns 0 or -FI_E*; on success *out is the new MR.
+    static int create(MrTable &table, fid_domain *domain, const fi_mr_attr &attr, uint64_t flags,
+                      Mr **out);
+    virtual ~Mr();
+    Mr(const Mr &) = delete;
+    Mr &operator=(const Mr &) = delete;
+
+    fid_mr *fid() { return &handle_.fid; }
+    RefCount &refs() { return refs_; }
+    const void *base() const { return base_; }
+    size_t len() const { return len_; }
+    uint64_t access() const { return access_; }
+    bool remote() const { return access_ & (FI_REMOTE_READ | FI_REMOTE_WRITE); }
+
+    int bind(struct fid *bfid, uint64_t flags);
+    int enable();
+
+private:
+    Mr(MrTable &table, const fi_mr_attr &attr, uint64_t flags);
+    int publish();
+
+    Handle<fid_mr, Mr> handle_;
+    MrTable &table_;
+    const void *base_;
+    size_t len_;
+    uint64_t access_, flags_, requested_key_;
+    struct fid *bound_ep_ = nullptr;
+    struct fid *bound_cntr_ = nullptr;
+    bool enabled_ = false, keyed_ = false;
+    RefCount refs_;
+};
+
+}  // namespace softnic

@@ -1,0 +1,48 @@
+// The cxi address: 8 bytes, PID in bits 0-8 and NIC in bits 9-28 of the first word,
+// then the VNI (which an endpoint's own name leaves at 0).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace softnic::cxi {
+
+constexpr uint32_t kPidBits = 9;
+constexpr uint32_t kPidAny = (1u << kPidBits) - 1;  // 511: pick any free PID
+constexpr uint32_t kMaxPid = kPidAny - 1;           // 510
+
+struct CxiAddr {
+    uint32_t pid : 9;
+    uint32_t nic : 20;
+    uint32_t pad : 3;
+    uint16_t vni;
+    uint16_t pad2;
+};
+static_assert(sizeof(CxiAddr) == 8, "fi_getname returns 8 bytes");
+
+inline CxiAddr make_addr(uint32_t nic, uint32_t pid, uint16_t vni = 0) {
+    CxiAddr a{};
+    a.pid = pid & kPidAny;
+    a.nic = nic & ((1u << 20) - 1);
+    a.vni = vni;
+    return a;
+}
+
+inline uint32_t addr_word(const CxiAddr &a) { return (uint32_t(a.nic) << 9) | a.pid; }
+
+// The identity of an endpoint on the fabric: (NIC, PID) within a VNI.
+inline uint64_t addr_key(uint32_t nic, uint32_t pid, uint16_t vni = 0) {
+    return (uint64_t(vni) << 32) | (uint64_t(nic) << 9) | pid;
+}
+inline uint64_t addr_key(const CxiAddr &a) { return addr_key(a.nic, a.pid, a.vni); }
+
+std::string addr_to_string(const CxiAddr &a);
+// node: "cxiN", a MAC "aa:bb:cc:dd:ee:ff" or an integer NIC address (any base).
+bool parse_node(const char *node, uint32_t &nic);
+// service: a PID 0..510.
+bool parse_service(const char *service, uint32_t &pid);
+
+// The shared-memory name of an endpoint's receive ring.
+std::string ring_name(uint32_t nic, uint16_t vni, uint32_t pid);
+
+}  // namespace softnic::cxi

@@ -1,0 +1,156 @@
+#include "cxi/context.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "common/log.hpp"
+#include "cxi/domain.hpp"
+#include "cxi/env.hpp"
+#include "transport/shm/shm_transport.hpp"
+
+namespace softnic::cxi {
+
+bool RxMsg::tagged() const { return wflags & kWTagged; }
+
+Context::Context(Domain &domain, uint64_t caps, size_t tx_size, uint64_t tx_op_flags,
+                 uint64_t rx_op_flags)
+    : domain_(domain),
+      caps_(caps),
+      tx_op_flags_(tx_op_flags),
+      rx_op_flags_(rx_op_flags),
+      vni_(domain.vni()),
+      tx_pool_(tx_size ? tx_size : 1) {
+    for (auto &op : tx_pool_) {
+        op.next = tx_free_;
+        tx_free_ = &op;
+    }
+}
+
+Context::~Context() {
+    for (CompletionBind *b : {&tx_, &rx_}) {
+        if (b->cq) {
+            b->cq->progress().remove(this);
+            b->cq->refs().put();
+        }
+        if (b->cntr) {
+            b->cntr->progress().remove(this);
+            b->cntr->refs().put();
+        }
+    }
+    for (int t = 0; t < 2; t++)
+        for (RxMsg *m = unexpected_[t].head; m; m = m->next) free_ux(m->ux_buf, m->ux_cap);
+}
+
+int Context::open(uint32_t pid) {
+    const Env &e = env();
+    transport::shm::RingGeometry g{uint32_t(e.shm_cell_size), uint32_t(e.shm_ring_cells)};
+    uint32_t first = pid == kPidAny ? 0 : pid, last = pid == kPidAny ? kMaxPid : pid;
+    for (uint32_t p = first; p <= last; p++) {
+        int err = 0;
+        auto q = transport::shm::ShmRxQueue::create(ring_name(domain_.nic().addr, vni_, p), g, err);
+        if (q) {
+            rxq_ = std::move(q);
+            pid_ = p;
+            return 0;
+        }
+        if (err != -EADDRINUSE)
+            SN_REJECT(-FI_ENOSPC, FI_LOG_EP_CTRL, "cannot create receive ring: %s\n",
+                      strerror(-err));
+    }
+    if (pid == kPidAny) SN_REJECT(-FI_ENOSPC, FI_LOG_EP_CTRL, "no free PID on %s\n",
+                                  domain_.nic().name.c_str());
+    SN_REJECT(-FI_ENOSPC, FI_LOG_EP_CTRL, "PID %u is already in use on %s VNI %u\n", pid,
+              domain_.nic().name.c_str(), vni_);
+}
+
+void Context::close() {
+    rxq_.reset();
+    pid_ = kPidAny;
+}
+
+void Context::progress() {
+    if (!rxq_ || !lock_.try_lock()) return;  // someone else is progressing this context
+    rxq_->poll(*this, 64);
+    while (!ctrl_backlog_.empty()) {
+        auto &[link, h] = ctrl_backlog_.front();
+        if (!link->send(&h, sizeof(h), nullptr, 0)) break;
+        ctrl_backlog_.pop_front();
+    }
+    if (!pending_.empty() && !holding_more_) pump_pending();
+    lock_.unlock();
+}
+
+bool Context::deliver(const uint8_t *pkt, size_t len) {
+    WireHdr h;
+    if (len < sizeof(h)) {
+        SN_WARN(FI_LOG_EP_DATA, "dropping runt packet (%zu bytes)\n", len);
+        return true;
+    }
+    std::memcpy(&h, pkt, sizeof(h));
+    if (h.version != kWireVersion || h.payload > len - sizeof(h) || h.vni != vni_) {
+        SN_WARN(FI_LOG_EP_DATA, "dropping malformed packet\n");
+        return true;
+    }
+    const uint8_t *payload = pkt + sizeof(h);
+    switch (static_cast<Pkt>(h.type)) {
+        case Pkt::kMsg: return on_msg(h, payload);
+        case Pkt::kData: on_data(h, payload); return true;
+        case Pkt::kGetReq: on_get_req(h); return true;
+        case Pkt::kDone: on_done(h); return true;
+    }
+    SN_WARN(FI_LOG_EP_DATA, "dropping packet of unknown type %u\n", h.type);
+    return true;
+}
+
+RecvOp *Context::alloc_recv() {
+    if (!recv_free_) {
+        recv_store_.emplace_back();
+        recv_free_ = &recv_store_.back();
+        recv_free_->next = nullptr;
+    }
+    RecvOp *r = recv_free_;
+    recv_free_ = r->next;
+    *r = RecvOp{};
+    return r;
+}
+
+void Context::release_recv(RecvOp *op) {
+    op->next = recv_free_;
+    recv_free_ = op;
+}
+
+RxMsg *Context::alloc_msg() {
+    if (!msg_free_) {
+        msg_store_.emplace_back();
+        msg_free_ = &msg_store_.back();
+        msg_free_->next = nullptr;
+    }
+    RxMsg *m = msg_free_;
+    msg_free_ = m->next;
+    *m = RxMsg{};
+    return m;
+}
+
+void Context::free_msg(RxMsg *m) {
+    free_ux(m->ux_buf, m->ux_cap);
+    m->ux_buf = nullptr;
+    m->next = msg_free_;
+    msg_free_ = m;
+}
+
+// Unexpected payload is bounded by the overflow (or request) buffer space.
+uint8_t *Context::alloc_ux(size_t n) {
+    if (!n) return nullptr;
+    if (ux_bytes_ + n > env().unexpected_budget()) return nullptr;
+    auto *p = static_cast<uint8_t *>(std::malloc(n));
+    if (p) ux_bytes_ += n;
+    return p;
+}
+
+void Context::free_ux(uint8_t *p, size_t n) {
+    if (!p) return;
+    std::free(p);
+    ux_bytes_ -= n;
+}
+
+}  // namespace softnic::cxi

@@ -1,0 +1,186 @@
+// A context is what owns one PID on the soft NIC: its receive ring, the matching engine
+// (posted and unexpected lists), and the transmit engine. A plain endpoint has one; a
+// scalable endpoint has one per TX/RX context pair.
+#pragma once
+
+#include <rdma/fi_endpoint.h>
+
+#include <deque>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "common/av.hpp"
+#include "common/cntr.hpp"
+#include "common/cq.hpp"
+#include "common/lock.hpp"
+#include "common/progress.hpp"
+#include "cxi/addr.hpp"
+#include "cxi/caps.hpp"
+#include "cxi/rx_state.hpp"
+#include "cxi/wire.hpp"
+#include "transport/transport.hpp"
+
+namespace softnic::cxi {
+
+class Domain;
+
+struct SendArgs {
+    const void *buf;
+    size_t len;
+    fi_addr_t dest;
+    uint64_t tag;
+    uint64_t data;
+    void *context;
+    uint64_t flags;
+    bool tagged;
+};
+
+struct RecvArgs {
+    void *buf;
+    size_t len;
+    fi_addr_t src;
+    uint64_t tag;
+    uint64_t ignore;
+    void *context;
+    uint64_t flags;
+    bool tagged;
+};
+
+struct CompletionBind {
+    Cq *cq = nullptr;
+    bool selective = false;
+    Cntr *cntr = nullptr;
+};
+
+struct TxOp {
+    SendArgs a;
+    transport::Link *link;
+    uint64_t cookie;
+    size_t eager_len;
+    size_t sent;  // eager bytes queued so far
+    bool hdr_sent, rdzv, wait_done, done_seen;
+    size_t stream_off, stream_end;  // data owed to a kGetReq
+    uint8_t inline_data[kInjectSize];
+    TxOp *next, *prev;
+    uint32_t gen;
+    bool pending, queued_for_stream;
+};
+
+class Context : public ProgressSource, private transport::PacketSink {
+public:
+    Context(Domain &domain, uint64_t caps, size_t tx_size, uint64_t tx_op_flags,
+            uint64_t rx_op_flags);
+    ~Context() override;
+    Context(const Context &) = delete;
+    Context &operator=(const Context &) = delete;
+
+    // Claim the PID (kPidAny: any free one). -FI_ENOSPC when it is taken.
+    int open(uint32_t pid);
+    void close();  // give the PID back
+    uint32_t pid() const { return pid_; }
+    bool is_open() const { return rxq_ != nullptr; }
+    void set_av(Av *av) { av_ = av; }
+    Av *av() const { return av_; }
+    CompletionBind &tx_bind() { return tx_; }
+    CompletionBind &rx_bind() { return rx_; }
+    uint64_t &tx_op_flags() { return tx_op_flags_; }
+    uint64_t &rx_op_flags() { return rx_op_flags_; }
+    size_t &min_multi_recv() { return min_multi_recv_; }
+    uint64_t caps() const { return caps_; }
+
+    ssize_t send(const SendArgs &a);
+    ssize_t recv(const RecvArgs &a);
+    ssize_t peek(const RecvArgs &a);  // FI_PEEK, optionally with FI_CLAIM
+    int cancel(void *context);
+    size_t unexpected(fi_cq_tagged_entry *e, size_t count, fi_addr_t *src, size_t *total);
+    void progress() override;
+
+private:
+    // Receive path (rx.cpp).
+    bool deliver(const uint8_t *pkt, size_t len) override;
+    bool on_msg(const WireHdr &h, const uint8_t *payload);
+    void on_data(const WireHdr &h, const uint8_t *payload);
+    RecvOp *match_posted(const WireHdr &h, uint64_t src_key, fi_addr_t &src);
+    bool recv_matches(const RecvOp &r, bool tagged, uint64_t tag, fi_addr_t src) const;
+    RxMsg *match_unexpected(const RecvArgs &a, bool skip_claimed);
+    bool store_unexpected(RxMsg *m, const uint8_t *payload, size_t n);
+    void bind_receive(RxMsg *m, RecvOp *op, bool listed);
+    void place(RxMsg *m, size_t offset, const uint8_t *data, size_t n);
+    void finish_eager(RxMsg *m);
+    void complete_rx(RxMsg *m, int err);
+    void complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *buf, int err, size_t olen);
+    void release_recv(RecvOp *op);
+    void post_held_recvs();
+    fi_addr_t source_of(uint32_t nic, uint32_t pid, uint64_t key, bool &known);
+    // Rendezvous (rdzv.cpp).
+    void start_pull(RxMsg *m);
+    void on_get_req(const WireHdr &h);
+    void send_done(RxMsg *m, uint16_t flags);
+    void send_ctrl(transport::Link *link, const WireHdr &h);
+    void take_unexpected(RxMsg *m, RecvOp *op);
+    void fail_msg(RxMsg *m, int err);
+    // Transmit path (tx.cpp).
+    transport::Link *route(fi_addr_t dest, int &err);
+    bool try_fast_send(const SendArgs &a, transport::Link *link, int &err);
+    TxOp *alloc_tx();
+    void free_tx(TxOp *op);
+    bool pump(TxOp *op);
+    void pump_pending();
+    void on_done(const WireHdr &h);
+    TxOp *tx_by_cookie(uint64_t cookie);
+    void complete_tx(TxOp *op, int err, int prov_errno);
+    void complete_send(const SendArgs &a, int err, int prov_errno);
+    void fill_hdr(WireHdr &h, Pkt type, const SendArgs &a) const;
+    uint64_t completion_level(uint64_t flags) const;
+    void fail_link(transport::Link *link);
+
+    Domain &domain_;
+    uint64_t caps_;
+    uint64_t tx_op_flags_, rx_op_flags_;
+    size_t min_multi_recv_ = 64;
+    uint32_t pid_ = kPidAny;
+    uint16_t vni_;
+    Av *av_ = nullptr;
+    CompletionBind tx_, rx_;
+    std::unique_ptr<transport::RxQueue> rxq_;
+    SpinLock lock_;
+
+    // Transmit state.
+    std::vector<TxOp> tx_pool_;
+    TxOp *tx_free_ = nullptr;
+    size_t tx_outstanding_ = 0;
+    List<TxOp> pending_;  // FIFO of operations still to (fully) transmit
+    size_t pending_count_ = 0;
+    bool holding_more_ = false;
+
+    // Receive state.
+    std::deque<RecvOp> recv_store_;
+    RecvOp *recv_free_ = nullptr;
+    std::deque<RxMsg> msg_store_;
+    RxMsg *msg_free_ = nullptr;
+    List<RecvOp> posted_[2];      // [untagged, tagged]
+    List<RecvOp> held_recvs_;     // FI_MORE receives not yet handed over
+    List<RxMsg> unexpected_[2];
+    size_t ux_bytes_ = 0;
+    struct InKey {
+        uint64_t src, cookie;
+        bool operator==(const InKey &o) const { return src == o.src && cookie == o.cookie; }
+    };
+    struct InKeyHash {
+        size_t operator()(const InKey &k) const { return k.src * 0x9e3779b97f4a7c15ULL ^ k.cookie; }
+    };
+    std::unordered_map<InKey, RxMsg *, InKeyHash> inbound_;
+    static constexpr uint64_t kPulledKey = 1ULL << 63;  // src bit marking pulled data
+    std::deque<std::pair<transport::Link *, WireHdr>> ctrl_backlog_;  // kDone/kGetReq to retry
+
+    RecvOp *alloc_recv();
+    RxMsg *alloc_msg();
+    void free_msg(RxMsg *m);
+    uint8_t *alloc_ux(size_t n);
+    void free_ux(uint8_t *p, size_t n);
+
+    friend struct ContextTestAccess;
+};
+
+}  // namespace softnic::cxi

@@ -1,0 +1,219 @@
+#include "cxi/domain.hpp"
+
+#include <cstring>
+
+#include "common/av.hpp"
+#include "common/cntr.hpp"
+#include "common/cq.hpp"
+#include "cxi/addr.hpp"
+#include "cxi/dom_ext.hpp"
+#include "cxi/endpoint.hpp"
+#include "cxi/env.hpp"
+#include "cxi/fabric.hpp"
+#include "transport/shm/shm_transport.hpp"
+
+namespace softnic::cxi {
+namespace {
+
+Domain *dom_of(fid_domain *f) { return owner_of<Domain>(f); }
+
+uint64_t av_key(const void *a) { return addr_key(*static_cast<const CxiAddr *>(a)) & ~(0xffffULL << 32); }
+bool av_valid(const void *) { return true; }  // any 20-bit NIC / 9-bit PID pair is insertable
+int av_from_service(const char *node, const char *service, void *out) {
+    uint32_t nic = 0, pid = 0;
+    if (!parse_node(node, nic)) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "bad node \"%s\"\n", node);
+    if (!parse_service(service, pid))
+        SN_REJECT(-FI_EINVAL, FI_LOG_AV, "bad service \"%s\"\n", service);
+    *static_cast<CxiAddr *>(out) = make_addr(nic, pid);
+    return 0;
+}
+std::string av_to_string(const void *a) { return addr_to_string(*static_cast<const CxiAddr *>(a)); }
+
+const AvAddressing kCxiAddressing = {sizeof(CxiAddr), av_key, av_valid, av_from_service,
+                                     av_to_string};
+
+int av_open(fid_domain *d, fi_av_attr *attr, fid_av **av, void *context) {
+    if (!attr || !av) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "NULL attr or av\n");
+    int ret = Av::check_attr(*attr);
+    if (ret) return ret;
+    if ((attr->flags & FI_AV_USER_ID) && !(dom_of(d)->info().caps & FI_AV_USER_ID) &&
+        !(dom_of(d)->info().domain_attr->caps & FI_AV_USER_ID))
+        SN_REJECT(-FI_EINVAL, FI_LOG_AV, "FI_AV_USER_ID needs the domain capability\n");
+    return guarded([&] {
+        Av *a = new Av(*attr, kCxiAddressing, context);
+        a->fid()->fid.ops = &av_fid_ops;
+        *av = a->fid();
+        return 0;
+    });
+}
+
+int cq_open(fid_domain *d, fi_cq_attr *attr, fid_cq **cq, void *context) {
+    if (!cq) SN_REJECT(-FI_EINVAL, FI_LOG_CQ, "NULL cq\n");
+    fi_cq_attr dflt{};
+    if (!attr) attr = &dflt;
+    int ret = Cq::check_attr(*attr);
+    if (ret) return ret;
+    return guarded([&] {
+        *cq = (new Cq(d, *attr, env().default_cq_size, context, prov_strerror))->fid();
+        return 0;
+    });
+}
+
+int cntr_open(fid_domain *, fi_cntr_attr *attr, fid_cntr **cntr, void *context) {
+    if (!cntr) SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "NULL cntr\n");
+    fi_cntr_attr dflt{FI_CNTR_EVENTS_COMP, FI_WAIT_YIELD, nullptr, 0};
+    if (!attr) attr = &dflt;
+    int ret = Cntr::check_attr(*attr);
+    if (ret) return ret;
+    return guarded([&] {
+        Cntr *c = new Cntr(*attr, context);
+        c->fid()->fid.ops = &cntr_fid_ops;
+        *cntr = c->fid();
+        return 0;
+    });
+}
+
+int poll_open(fid_domain *, fi_poll_attr *, fid_poll **) {
+    SN_REJECT(-FI_ENOSYS, FI_LOG_DOMAIN, "poll sets are not supported\n");
+}
+int stx_ctx(fid_domain *, fi_tx_attr *, fid_stx **, void *) {
+    SN_REJECT(-FI_ENOSYS, FI_LOG_DOMAIN, "shared TX contexts are not supported\n");
+}
+int srx_ctx(fid_domain *, fi_rx_attr *, fid_ep **, void *) {
+    SN_REJECT(-FI_ENOSYS, FI_LOG_DOMAIN, "shared RX contexts are not supported\n");
+}
+int query_atomic(fid_domain *, fi_datatype, fi_op, fi_atomic_attr *, uint64_t) {
+    SN_REJECT(-FI_ENOSYS, FI_LOG_DOMAIN, "atomics are not built yet\n");
+}
+int query_collective(fid_domain *, fi_collective_op, fi_collective_attr *, uint64_t) {
+    SN_REJECT(-FI_ENOSYS, FI_LOG_DOMAIN, "collectives are not supported\n");
+}
+int endpoint2(fid_domain *d, fi_info *info, fid_ep **ep, uint64_t flags, void *context) {
+    if (flags) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "fi_endpoint2 flags must be 0\n");
+    return endpoint_open(d, info, ep, context);
+}
+
+fi_ops_domain domain_ops = {sizeof(fi_ops_domain), av_open,    cq_open,      endpoint_open,
+                            scalable_ep_open,      cntr_open,  poll_open,    stx_ctx,
+                            srx_ctx,               query_atomic, query_collective, endpoint2};
+
+int mr_regattr(fid *f, const fi_mr_attr *attr, uint64_t flags, fid_mr **mr) {
+    if (!attr || !mr) SN_REJECT(-FI_EINVAL, FI_LOG_MR, "NULL attr or mr\n");
+    if (f->fclass != FI_CLASS_DOMAIN) SN_REJECT(-FI_EINVAL, FI_LOG_MR, "not a domain\n");
+    Domain *d = owner_of_fid<Domain, fid_domain>(f);
+    return guarded([&] {
+        Mr *m = nullptr;
+        int ret = Mr::create(d->mrs(), d->fid(), *attr, flags, &m);
+        if (!ret) *mr = m->fid();
+        return ret;
+    });
+}
+int mr_regv(fid *f, const iovec *iov, size_t count, uint64_t access, uint64_t offset,
+            uint64_t key, uint64_t flags, fid_mr **mr, void *context) {
+    fi_mr_attr attr{};
+    attr.mr_iov = iov;
+    attr.iov_count = count;
+    attr.access = access;
+    attr.offset = offset;
+    attr.requested_key = key;
+    attr.context = context;
+    return mr_regattr(f, &attr, flags, mr);
+}
+int mr_reg(fid *f, const void *buf, size_t len, uint64_t access, uint64_t offset, uint64_t key,
+           uint64_t flags, fid_mr **mr, void *context) {
+    iovec iov{const_cast<void *>(buf), len};
+    return mr_regv(f, &iov, 1, access, offset, key, flags, mr, context);
+}
+fi_ops_mr mr_ops = {sizeof(fi_ops_mr), mr_reg, mr_regv, mr_regattr};
+
+int domain_close(fid *f) {
+    Domain *d = owner_of_fid<Domain, fid_domain>(f);
+    if (d->refs().busy()) SN_REJECT(-FI_EBUSY, FI_LOG_DOMAIN, "domain has open objects\n");
+    delete d;
+    return 0;
+}
+
+int domain_bind(fid *f, fid *bfid, uint64_t flags) {
+    (void)flags;
+    if (!bfid || bfid->fclass != FI_CLASS_EQ)
+        SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "only an EQ can be bound to a domain\n");
+    return owner_of_fid<Domain, fid_domain>(f)->bind_eq(bfid);
+}
+
+fi_ops domain_fid_ops = make_fid_ops(domain_close, domain_bind, domain_control, domain_ops_open);
+
+}  // namespace
+
+Domain::Domain(Fabric &fabric, const fi_info &info, const SoftNic &nic, void *context)
+    : fabric_(fabric),
+      nic_(nic),
+      vni_(static_cast<uint16_t>(env().default_vni)),
+      info_(fi_dupinfo(&info)),
+      mrs_(info.domain_attr->mr_mode & FI_MR_PROV_KEY,
+           info.domain_attr->mr_mode & FI_MR_ENDPOINT) {
+    handle_.owner = this;
+    handle_.fid.fid.fclass = FI_CLASS_DOMAIN;
+    handle_.fid.fid.context = context;
+    handle_.fid.fid.ops = &domain_fid_ops;
+    handle_.fid.ops = &domain_ops;
+    handle_.fid.mr = &mr_ops;
+    fabric_.refs().get();
+}
+
+Domain::~Domain() {
+    fi_freeinfo(info_);
+    fabric_.refs().put();
+}
+
+int Domain::bind_eq(struct fid *eq) {
+    if (eq_) SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "an EQ is already bound\n");
+    eq_ = eq;
+    return 0;
+}
+
+transport::Link *Domain::link_to(uint32_t nic, uint16_t vni, uint32_t pid, int &err) {
+    uint64_t key = addr_key(nic, pid, vni);
+    std::lock_guard<std::mutex> g(links_lock_);
+    auto it = links_.find(key);
+    if (it != links_.end() && it->second->alive()) return it->second;
+    if (!find_nic_by_addr(nic)) {
+        err = -FI_EHOSTUNREACH;  // another host: the UDP transport's job
+        return nullptr;
+    }
+    int e = 0;
+    auto link = transport::shm::ShmLink::open(ring_name(nic, vni, pid), e);
+    if (!link) {
+        err = -FI_ENOENT;
+        return nullptr;
+    }
+    transport::Link *l = link.get();
+    all_links_.push_back(std::move(link));
+    links_[key] = l;
+    return l;
+}
+
+void Domain::drop_link(transport::Link *link) {
+    std::lock_guard<std::mutex> g(links_lock_);
+    for (auto it = links_.begin(); it != links_.end(); ++it)
+        if (it->second == link) {
+            links_.erase(it);
+            return;
+        }
+}
+
+int domain_open(fid_fabric *fabric, fi_info *info, fid_domain **domain, void *context) {
+    if (!fabric || !info || !domain || !info->domain_attr)
+        SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "NULL fabric, info or domain\n");
+    const char *name = info->domain_attr->name;
+    const SoftNic *nic = name ? find_nic(name) : nullptr;
+    if (!nic) SN_REJECT(-FI_ENODATA, FI_LOG_DOMAIN, "no soft NIC named %s\n", name ? name : "(null)");
+    if (info->domain_attr->auth_key_size)
+        SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "authorization keys are not built yet\n");
+    Fabric *fab = owner_of<Fabric>(fabric);
+    return guarded([&] {
+        *domain = (new Domain(*fab, *info, *nic, context))->fid();
+        return 0;
+    });
+}
+
+}  // namespace softnic::cxi

@@ -1,0 +1,85 @@
+// The cxi domain: one soft NIC, its memory registrations, the links to peers, and the
+// emulated hardware counters.
+#pragma once
+
+#include <rdma/fi_domain.h>
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/fid.hpp"
+#include "common/mr.hpp"
+#include "cxi/nic.hpp"
+#include "transport/transport.hpp"
+
+namespace softnic::cxi {
+
+class Fabric;
+
+// Emulated Cassini telemetry, read through the cntr_read domain extension.
+enum HwCounter : unsigned {
+    C_CNTR_LPE_SUCCESS_CNTR = 992,
+    C_CNTR_LPE_PLEC_HITS = 1047,
+    C_CNTR_IXE_RX_PTL_UNRESTRICTED_PKT = 1175,
+    C_CNTR_IXE_RX_PTL_RESTRICTED_PKT = 1178,
+    C_CNTR_HNI_HRP_ACK = 1582,
+    C1_CNTR_SIZE = 2528,
+};
+
+class Domain {
+public:
+    Domain(Fabric &fabric, const fi_info &info, const SoftNic &nic, void *context);
+    ~Domain();
+    Domain(const Domain &) = delete;
+    Domain &operator=(const Domain &) = delete;
+
+    fid_domain *fid() { return &handle_.fid; }
+    const SoftNic &nic() const { return nic_; }
+    uint16_t vni() const { return vni_; }
+    const fi_info &info() const { return *info_; }
+    MrTable &mrs() { return mrs_; }
+    RefCount &refs() { return refs_; }
+    int bind_eq(struct fid *eq);
+
+    // Settings changed through fi_control / the domain extensions.
+    struct Options {
+        bool optimized_mrs = true, mr_match_events = false, prov_key_cache = true;
+        bool hybrid_mr_desc = false;
+        std::string rx_match_mode = "hardware";
+        size_t req_buf_size = 0;
+    };
+    Options &options() { return options_; }
+
+    // The path to endpoint (nic, vni, pid); null with err set when unreachable.
+    // Links live as long as the domain, so callers may cache the pointer.
+    transport::Link *link_to(uint32_t nic, uint16_t vni, uint32_t pid, int &err);
+    // Forget a link whose peer went away, so that the next lookup reopens it.
+    void drop_link(transport::Link *link);
+
+    void count(unsigned id, uint64_t n = 1) { hw_[id].fetch_add(n, std::memory_order_relaxed); }
+    uint64_t hw_counter(unsigned id) const { return hw_[id].load(std::memory_order_relaxed); }
+
+private:
+    Handle<fid_domain, Domain> handle_;
+    Fabric &fabric_;
+    const SoftNic nic_;
+    uint16_t vni_;
+    fi_info *info_;
+    MrTable mrs_;
+    struct fid *eq_ = nullptr;
+    Options options_;
+    std::mutex links_lock_;
+    std::unordered_map<uint64_t, transport::Link *> links_;
+    std::vector<std::unique_ptr<transport::Link>> all_links_;  // including retired ones
+    std::array<std::atomic<uint64_t>, C1_CNTR_SIZE> hw_{};
+    RefCount refs_;
+};
+
+int domain_open(fid_fabric *fabric, fi_info *info, fid_domain **domain, void *context);
+
+}  // namespace softnic::cxi

@@ -1,0 +1,213 @@
+#include "cxi/endpoint.hpp"
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_cxi_ext.h>
+
+#include <cstring>
+
+#include "common/log.hpp"
+#include "cxi/domain.hpp"
+#include "cxi/env.hpp"
+
+namespace softnic::cxi {
+namespace {
+
+EpView *view_of(fid *f) { return owner_of_fid<EpView, fid_ep>(f); }
+EpView *view_of(fid_ep *f) { return owner_of<EpView>(f); }
+
+int ep_close(fid *f) {
+    EpView *v = view_of(f);
+    return v->ep->close_view(*v);
+}
+int ep_bind(fid *f, fid *bfid, uint64_t flags) {
+    EpView *v = view_of(f);
+    return guarded([&] { return v->ep->bind(*v, bfid, flags); });
+}
+int ep_control(fid *f, int command, void *arg) {
+    EpView *v = view_of(f);
+    return guarded([&] { return v->ep->control(*v, command, arg); });
+}
+ssize_t ep_cancel(fid_t f, void *context) {
+    EpView *v = view_of(f);
+    if (!v->ep->enabled() || !v->ctx || !v->ctx->is_open())
+        SN_REJECT(-FI_EOPBADSTATE, FI_LOG_EP_CTRL, "endpoint is not enabled\n");
+    if (!context) return -FI_ENOENT;
+    return v->ctx->cancel(context);
+}
+int ep_getopt(fid_t f, int level, int name, void *val, size_t *len) {
+    EpView *v = view_of(f);
+    return v->ep->getopt(*v, level, name, val, len);
+}
+int ep_setopt(fid_t f, int level, int name, const void *val, size_t len) {
+    EpView *v = view_of(f);
+    return v->ep->setopt(*v, level, name, val, len);
+}
+int ep_tx_ctx(fid_ep *sep, int index, fi_tx_attr *, fid_ep **tx, void *context) {
+    EpView *v = view_of(sep);
+    return guarded([&] { return v->ep->open_context(kTx, index, tx, context); });
+}
+int ep_rx_ctx(fid_ep *sep, int index, fi_rx_attr *, fid_ep **rx, void *context) {
+    EpView *v = view_of(sep);
+    return guarded([&] { return v->ep->open_context(kRx, index, rx, context); });
+}
+ssize_t ep_size_left(fid_ep *) { return -FI_ENOSYS; }
+int cm_getname(fid_t f, void *addr, size_t *len) {
+    EpView *v = view_of(f);
+    return v->ep->getname(*v, addr, len);
+}
+int cm_setname(fid_t, void *, size_t) {
+    SN_REJECT(-FI_ENOSYS, FI_LOG_EP_CTRL, "use FI_SOURCE with a service to choose the PID\n");
+}
+int cm_getpeer(fid_ep *, void *, size_t *) { return -FI_ENOSYS; }
+int cm_connect(fid_ep *, const void *, const void *, size_t) { return -FI_ENOSYS; }
+int cm_listen(fid_pep *) { return -FI_ENOSYS; }
+int cm_accept(fid_ep *, const void *, size_t) { return -FI_ENOSYS; }
+int cm_reject(fid_pep *, fid_t, const void *, size_t) { return -FI_ENOSYS; }
+int cm_shutdown(fid_ep *, uint64_t) { return -FI_ENOSYS; }
+int cm_join(fid_ep *, const void *, uint64_t, fid_mc **, void *) { return -FI_ENOSYS; }
+
+fi_ops ep_fid_ops = make_fid_ops(ep_close, ep_bind, ep_control, fid_no_ops_open);
+fi_ops_ep ep_ops = {sizeof(fi_ops_ep), ep_cancel, ep_getopt,    ep_setopt,
+                    ep_tx_ctx,         ep_rx_ctx, ep_size_left, ep_size_left};
+fi_ops_cm cm_ops = {sizeof(fi_ops_cm), cm_setname, cm_getname,  cm_getpeer, cm_connect,
+                    cm_listen,         cm_accept,  cm_reject,   cm_shutdown, cm_join};
+
+// Default flags of the calls that take none: a completion level plus FI_COMPLETION.
+uint64_t default_tx_flags(uint64_t f) {
+    return f & (FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |
+                FI_DELIVERY_COMPLETE | FI_MATCH_COMPLETE);
+}
+uint64_t default_rx_flags(uint64_t f) { return f & FI_COMPLETION; }
+
+void install_data_ops(EpView &v, bool enabled) {
+    v.h.fid.msg = enabled ? &msg_ops : &msg_disabled_ops;
+    v.h.fid.tagged = enabled ? &tagged_ops : &tagged_disabled_ops;
+    v.h.fid.rma = &rma_disabled_ops;
+    v.h.fid.atomic = &atomic_disabled_ops;
+}
+
+void init_view(EpView &v, Endpoint *ep, Context *ctx, unsigned side, void *context,
+               size_t fclass) {
+    v.h.owner = &v;
+    v.ep = ep;
+    v.ctx = ctx;
+    v.side = side;
+    v.h.fid.fid.fclass = fclass;
+    v.h.fid.fid.context = context;
+    v.h.fid.fid.ops = &ep_fid_ops;
+    v.h.fid.ops = &ep_ops;
+    v.h.fid.cm = &cm_ops;
+    install_data_ops(v, false);
+}
+
+}  // namespace
+
+Endpoint::Endpoint(Domain &domain, const fi_info &info, void *context, bool scalable)
+    : domain_(domain),
+      caps_(info.caps ? info.caps : kCaps),
+      scalable_(scalable),
+      requested_pid_(info.src_addr ? static_cast<const CxiAddr *>(info.src_addr)->pid : kPidAny),
+      tx_size_(info.tx_attr && info.tx_attr->size ? info.tx_attr->size : env().default_tx_size),
+      tx_ctx_cnt_(scalable && info.ep_attr ? std::max<size_t>(1, info.ep_attr->tx_ctx_cnt) : 1),
+      rx_ctx_cnt_(scalable && info.ep_attr ? std::max<size_t>(1, info.ep_attr->rx_ctx_cnt) : 1) {
+    init_view(view_, this, nullptr, kBoth, context, scalable ? FI_CLASS_SEP : FI_CLASS_EP);
+    uint64_t txf = default_tx_flags(info.tx_attr ? info.tx_attr->op_flags : 0);
+    uint64_t rxf = default_rx_flags(info.rx_attr ? info.rx_attr->op_flags : FI_COMPLETION);
+    view_.tx_flags = txf;
+    view_.rx_flags = rxf;
+    size_t n = std::max(tx_ctx_cnt_, rx_ctx_cnt_);
+    for (size_t i = 0; i < n; i++)
+        contexts_.push_back(std::make_unique<Context>(domain, caps_, tx_size_, txf, rxf));
+    if (!scalable) view_.ctx = contexts_[0].get();
+    domain_.refs().get();
+}
+
+Endpoint::~Endpoint() {
+    contexts_.clear();  // unregisters from CQs and counters, releases the PIDs
+    if (av_) av_->refs().put();
+    domain_.refs().put();
+}
+
+EpView *Endpoint::make_view(Context *ctx, unsigned side, void *context, size_t fclass) {
+    auto v = std::make_unique<EpView>();
+    init_view(*v, this, ctx, side, context, fclass);
+    v->parent = &view_;
+    EpView *raw = v.get();
+    views_.push_back(std::move(v));
+    refs_.get();
+    return raw;
+}
+
+int Endpoint::open_context(unsigned side, int index, fid_ep **out, void *context) {
+    if (!scalable_) SN_REJECT(-FI_ENOSYS, FI_LOG_EP_CTRL, "not a scalable endpoint\n");
+    size_t limit = side == kTx ? tx_ctx_cnt_ : rx_ctx_cnt_;
+    if (!out || index < 0 || size_t(index) >= limit)
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "context index %d out of range\n", index);
+    EpView *v = make_view(contexts_[index].get(), side, context,
+                          side == kTx ? FI_CLASS_TX_CTX : FI_CLASS_RX_CTX);
+    v->tx_flags = view_.tx_flags;
+    v->rx_flags = view_.rx_flags;
+    *out = &v->h.fid;
+    return 0;
+}
+
+int Endpoint::close_view(EpView &v) {
+    if (&v != &view_) {  // a context or an alias
+        for (auto it = views_.begin(); it != views_.end(); ++it)
+            if (it->get() == &v) {
+                views_.erase(it);
+                refs_.put();
+                return 0;
+            }
+        return -FI_EINVAL;
+    }
+    if (refs_.busy()) SN_REJECT(-FI_EBUSY, FI_LOG_EP_CTRL, "close aliases and contexts first\n");
+    delete this;
+    return 0;
+}
+
+int endpoint_open(fid_domain *domain, fi_info *info, fid_ep **ep, void *context) {
+    if (!domain || !info || !ep) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "NULL info or ep\n");
+    Domain *d = owner_of<Domain>(domain);
+    if (info->ep_attr && info->ep_attr->type != FI_EP_RDM && info->ep_attr->type != FI_EP_UNSPEC)
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "cxi endpoints are FI_EP_RDM only\n");
+    if (info->tx_attr && info->tx_attr->size > kTxSizeMax)
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "tx size %zu > %zu\n", info->tx_attr->size,
+                  kTxSizeMax);
+    if (info->rx_attr && info->rx_attr->size > kRxSizeMax)
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "rx size %zu > %zu\n", info->rx_attr->size,
+                  kRxSizeMax);
+    if (info->src_addr) {
+        if (info->src_addrlen < sizeof(CxiAddr))
+            SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "src_addr is not an FI_ADDR_CXI\n");
+        if (static_cast<const CxiAddr *>(info->src_addr)->nic != d->nic().addr)
+            SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "src_addr NIC is not this domain's NIC\n");
+    }
+    if (info->domain_attr && info->domain_attr->auth_key_size)
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "authorization keys are not built yet\n");
+    return guarded([&] {
+        *ep = (new Endpoint(*d, *info, context, false))->fid();
+        return 0;
+    });
+}
+
+int scalable_ep_open(fid_domain *domain, fi_info *info, fid_ep **sep, void *context) {
+    if (!domain || !info || !sep) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "NULL info or sep\n");
+    if (info->ep_attr && (info->ep_attr->tx_ctx_cnt > kMaxContexts ||
+                          info->ep_attr->rx_ctx_cnt > kMaxContexts))
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "at most %zu contexts\n", kMaxContexts);
+    if (info->ep_attr && info->ep_attr->type != FI_EP_RDM && info->ep_attr->type != FI_EP_UNSPEC)
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "cxi endpoints are FI_EP_RDM only\n");
+    Domain *d = owner_of<Domain>(domain);
+    return guarded([&] {
+        *sep = (new Endpoint(*d, *info, context, true))->fid();
+        return 0;
+    });
+}
+
+Context *context_of(fid_ep *ep) {
+    if (!ep || (ep->fid.fclass != FI_CLASS_EP && ep->fid.fclass != FI_CLASS_RX_CTX)) return nullptr;
+    return view_of(ep)->ctx;
+}
+
+}  // namespace softnic::cxi

@@ -1,0 +1,91 @@
+// Endpoints: the plain RDM endpoint, the scalable endpoint with its TX/RX contexts, and
+// aliases. Each fid_ep the application holds is an EpView onto a Context.
+#pragma once
+
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_tagged.h>
+
+#include <memory>
+#include <vector>
+
+#include "common/fid.hpp"
+#include "cxi/context.hpp"
+
+namespace softnic::cxi {
+
+class Domain;
+class Endpoint;
+
+enum Side : unsigned { kTx = 1, kRx = 2, kBoth = 3 };
+
+// What a fid_ep refers to: an endpoint (or one of its contexts), with its own op flags.
+struct EpView {
+    Handle<fid_ep, EpView> h;
+    Endpoint *ep = nullptr;
+    Context *ctx = nullptr;  // null for the scalable endpoint itself
+    unsigned side = kBoth;
+    uint64_t tx_flags = 0, rx_flags = 0;
+    bool is_alias = false;
+    EpView *parent = nullptr;
+};
+
+class Endpoint {
+public:
+    Endpoint(Domain &domain, const fi_info &info, void *context, bool scalable);
+    ~Endpoint();
+    Endpoint(const Endpoint &) = delete;
+    Endpoint &operator=(const Endpoint &) = delete;
+
+    fid_ep *fid() { return &view_.h.fid; }
+    Domain &domain() { return domain_; }
+    uint64_t caps() const { return caps_; }
+    bool scalable() const { return scalable_; }
+    bool enabled() const { return enabled_; }
+
+    int bind(EpView &v, struct fid *bfid, uint64_t flags);
+    int enable(EpView &v);
+    int control(EpView &v, int command, void *arg);
+    int getopt(EpView &v, int level, int name, void *val, size_t *len);
+    int setopt(EpView &v, int level, int name, const void *val, size_t len);
+    int getname(EpView &v, void *addr, size_t *len);
+    int open_context(unsigned side, int index, fid_ep **out, void *context);
+    int close_view(EpView &v);
+
+private:
+    int open_pids();
+    int bind_cq(EpView &v, Cq *cq, uint64_t flags);
+    int bind_cntr(EpView &v, Cntr *cntr, uint64_t flags);
+    void attach_progress(Context &c);
+    EpView *make_view(Context *ctx, unsigned side, void *context, size_t fclass);
+
+    Domain &domain_;
+    uint64_t caps_;
+    bool scalable_;
+    bool enabled_ = false;
+    uint32_t requested_pid_;
+    size_t tx_size_;
+    size_t tx_ctx_cnt_, rx_ctx_cnt_;
+    EpView view_;
+    Av *av_ = nullptr;
+    struct fid *eq_ = nullptr;
+    std::vector<std::unique_ptr<Context>> contexts_;
+    std::vector<std::unique_ptr<EpView>> views_;  // contexts and aliases handed out
+    RefCount refs_;
+};
+
+int endpoint_open(fid_domain *domain, fi_info *info, fid_ep **ep, void *context);
+int scalable_ep_open(fid_domain *domain, fi_info *info, fid_ep **sep, void *context);
+// The context behind an endpoint fid (for the domain extensions), or null.
+Context *context_of(fid_ep *ep);
+
+// Data-operation tables (msg_ops.cpp).
+extern fi_ops_msg msg_ops;
+extern fi_ops_tagged tagged_ops;
+extern fi_ops_msg msg_disabled_ops;
+extern fi_ops_tagged tagged_disabled_ops;
+extern fi_ops_rma rma_disabled_ops;
+extern fi_ops_atomic atomic_disabled_ops;
+
+}  // namespace softnic::cxi

@@ -1,0 +1,147 @@
+#include "cxi/env.hpp"
+
+#include <strings.h>
+
+#include "common/params.hpp"
+
+namespace softnic::cxi {
+namespace {
+
+Env g_env;
+
+struct ParamDef {
+    enum Kind { kBool, kInt, kSize, kStr } kind;
+    const char *name;
+    const char *help;
+};
+
+// Name (lower case; the core adds FI_CXI_) and help text of every variable we read.
+const ParamDef kParams[] = {
+    {ParamDef::kBool, "odp", "Enable on-demand paging (software: memory is never pinned)."},
+    {ParamDef::kBool, "ats", "Enable PCIe ATS translation (no effect in software)."},
+    {ParamDef::kStr, "ats_mlock_mode", "ATS mlock mode: off or all (no effect in software)."},
+    {ParamDef::kBool, "rdzv_offload", "Offloaded rendezvous (pull after match); 0 sends the "
+                                      "whole payload with the header (eager rendezvous)."},
+    {ParamDef::kSize, "rdzv_threshold", "Message size threshold for the rendezvous protocol."},
+    {ParamDef::kBool, "fc_recovery", "Enable message flow-control recovery (lossless back-pressure)."},
+    {ParamDef::kSize, "rdzv_get_min", "Minimum rendezvous Get payload size."},
+    {ParamDef::kSize, "rdzv_eager_size", "Eager data size of a rendezvous message."},
+    {ParamDef::kSize, "oflow_buf_size", "Overflow (unexpected message) buffer size."},
+    {ParamDef::kSize, "oflow_buf_count", "Overflow buffer count."},
+    {ParamDef::kBool, "optimized_mrs", "Enable optimized memory regions (keys 0-99)."},
+    {ParamDef::kStr, "llring_mode", "Low-latency command ring policy: idle, always, never."},
+    {ParamDef::kStr, "cq_policy", "Command queue write-back policy (no effect in software)."},
+    {ParamDef::kSize, "default_vni", "Default VNI value (masked to 16 bits)."},
+    {ParamDef::kSize, "eq_ack_batch_size", "Events processed before acknowledging the queue."},
+    {ParamDef::kBool, "msg_offload", "Message matching offload; 0 = software matching into "
+                                     "request buffers."},
+    {ParamDef::kSize, "req_buf_size", "Size of request buffers (software matching)."},
+    {ParamDef::kSize, "req_buf_count", "Number of request buffers (software matching)."},
+    {ParamDef::kInt, "fc_retry_usec_delay", "Microseconds before retrying a dropped flow-control "
+                                            "message."},
+    {ParamDef::kStr, "rx_match_mode", "Receive match mode: hardware, software or hybrid."},
+    {ParamDef::kSize, "default_cq_size", "CQ size when the application gives none."},
+    {ParamDef::kSize, "default_tx_size", "Default transmit queue size (16..16384)."},
+    {ParamDef::kSize, "default_rx_size", "Default receive queue size (16..15360)."},
+    {ParamDef::kStr, "device_name", "Comma list of devices to expose, e.g. cxi0,cxi1."},
+    {ParamDef::kStr, "soft_nics", "softnic: comma list of IPv4 addresses or interface names "
+                                  "backing cxi0, cxi1, ... (default: the default-route "
+                                  "interface, else loopback)."},
+    {ParamDef::kSize, "shm_ring_cells", "softnic: cells in each endpoint's receive ring."},
+    {ParamDef::kSize, "shm_cell_size", "softnic: bytes per receive ring cell."},
+};
+
+void define_one(const fi_provider *p, const ParamDef &d) {
+    switch (d.kind) {
+        case ParamDef::kBool: params::define_bool(p, d.name, d.help); break;
+        case ParamDef::kInt: params::define_int(p, d.name, d.help); break;
+        case ParamDef::kSize: params::define_size(p, d.name, d.help); break;
+        case ParamDef::kStr: params::define_str(p, d.name, d.help); break;
+    }
+}
+
+void read_all(const fi_provider *p, Env &e) {
+    using namespace params;
+    get_bool(p, "odp", e.odp);
+    get_bool(p, "ats", e.ats);
+    get_str(p, "ats_mlock_mode", e.ats_mlock_mode);
+    get_bool(p, "rdzv_offload", e.rdzv_offload);
+    get_size(p, "rdzv_threshold", e.rdzv_threshold);
+    get_bool(p, "fc_recovery", e.fc_recovery);
+    get_size(p, "rdzv_get_min", e.rdzv_get_min);
+    get_size(p, "rdzv_eager_size", e.rdzv_eager_size);
+    get_size(p, "oflow_buf_size", e.oflow_buf_size);
+    get_size(p, "oflow_buf_count", e.oflow_buf_count);
+    get_bool(p, "optimized_mrs", e.optimized_mrs);
+    get_str(p, "llring_mode", e.llring_mode);
+    get_str(p, "cq_policy", e.cq_policy);
+    get_size(p, "default_vni", e.default_vni);
+    get_size(p, "eq_ack_batch_size", e.eq_ack_batch_size);
+    get_bool(p, "msg_offload", e.msg_offload);
+    get_size(p, "req_buf_size", e.req_buf_size);
+    get_size(p, "req_buf_count", e.req_buf_count);
+    get_int(p, "fc_retry_usec_delay", e.fc_retry_usec_delay);
+    get_str(p, "rx_match_mode", e.rx_match_mode);
+    get_size(p, "default_cq_size", e.default_cq_size);
+    get_size(p, "default_tx_size", e.default_tx_size);
+    get_size(p, "default_rx_size", e.default_rx_size);
+    get_str(p, "device_name", e.device_name);
+    get_str(p, "soft_nics", e.soft_nics);
+    get_size(p, "shm_ring_cells", e.shm_ring_cells);
+    get_size(p, "shm_cell_size", e.shm_cell_size);
+}
+
+void check_choice(std::string &v, std::initializer_list<const char *> ok, const char *dflt,
+                  const char *name) {
+    for (const char *o : ok)
+        if (!strcasecmp(v.c_str(), o)) return;
+    SN_WARN(FI_LOG_CORE, "FI_CXI_%s=%s is not valid, using %s\n", name, v.c_str(), dflt);
+    v = dflt;
+}
+
+// The seed's and upstream's threshold rules, in upstream's order.
+void fix_up(Env &e) {
+    constexpr size_t kInjectSize = 192;
+    if (e.rdzv_threshold < kInjectSize) e.rdzv_threshold = kInjectSize;
+    if (e.rdzv_eager_size > e.rdzv_threshold) e.rdzv_eager_size = e.rdzv_threshold;
+    if (e.rdzv_threshold > e.oflow_buf_size) e.rdzv_threshold = 16384;
+    if (e.rdzv_get_min > e.oflow_buf_size - e.rdzv_threshold) e.rdzv_get_min = 0;
+    check_choice(e.rx_match_mode, {"hardware", "software", "hybrid"}, "hardware",
+                 "RX_MATCH_MODE");
+    if (!strcasecmp(e.rx_match_mode.c_str(), "software")) e.msg_offload = false;
+    if (!e.msg_offload) {
+        size_t min = 63 + e.rdzv_threshold + e.rdzv_get_min;
+        if (e.req_buf_size < min) e.req_buf_size = min;
+        if (e.req_buf_count < 2) e.req_buf_count = 2;
+    }
+    if (e.oflow_buf_count == 0) e.oflow_buf_count = 1;
+    check_choice(e.llring_mode, {"idle", "always", "never"}, "idle", "LLRING_MODE");
+    check_choice(e.cq_policy, {"always", "high_empty", "low_empty", "low"}, "low_empty",
+                 "CQ_POLICY");
+    check_choice(e.ats_mlock_mode, {"off", "all"}, "all", "ATS_MLOCK_MODE");
+    e.default_vni &= 0xffff;
+    if (e.eq_ack_batch_size == 0) e.eq_ack_batch_size = 1;
+    if (e.fc_retry_usec_delay < 0) e.fc_retry_usec_delay = 0;
+    if (e.default_cq_size == 0) e.default_cq_size = 131072;
+    if (e.default_tx_size < 16 || e.default_tx_size > 16384) e.default_tx_size = 1024;
+    if (e.default_rx_size < 16 || e.default_rx_size > 15360) e.default_rx_size = 1024;
+    if (e.shm_ring_cells < 16 || (e.shm_ring_cells & (e.shm_ring_cells - 1)))
+        e.shm_ring_cells = 256;
+    if (e.shm_cell_size < 512 || e.shm_cell_size > 65536 || e.shm_cell_size % 64)
+        e.shm_cell_size = 4096;
+}
+
+}  // namespace
+
+void define_params(const fi_provider *prov) {
+    for (const auto &d : kParams) define_one(prov, d);
+}
+
+void load_env(const fi_provider *prov) {
+    read_all(prov, g_env);
+    fix_up(g_env);
+}
+
+const Env &env() { return g_env; }
+
+}  // namespace softnic::cxi

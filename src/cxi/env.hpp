@@ -1,0 +1,55 @@
+// FI_CXI_* runtime parameters: every variable of the seed page, with its software meaning
+// (docs/man/fi_cxi.7.md says what each one does here).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+struct fi_provider;
+
+namespace softnic::cxi {
+
+struct Env {
+    // Protocol selection.
+    size_t rdzv_threshold = 16384;
+    size_t rdzv_get_min = 2049;
+    size_t rdzv_eager_size = 2048;
+    bool rdzv_offload = true;  // false: the "eager rendezvous" flavour
+    // Unexpected-message space and matching.
+    size_t oflow_buf_size = 12 * 1024 * 1024;
+    size_t oflow_buf_count = 3;
+    bool msg_offload = true;  // false: software matching with request buffers
+    std::string rx_match_mode = "hardware";
+    size_t req_buf_size = 12 * 1024 * 1024;
+    size_t req_buf_count = 6;
+    bool fc_recovery = true;
+    int fc_retry_usec_delay = 1000;
+    // Accepted for compatibility; documented as having no effect in software.
+    bool odp = false, ats = false, optimized_mrs = true;
+    std::string ats_mlock_mode = "all", llring_mode = "idle", cq_policy = "low_empty";
+    size_t eq_ack_batch_size = 32;
+    // Resources.
+    size_t default_vni = 10;
+    size_t default_cq_size = 131072;
+    size_t default_tx_size = 1024;
+    size_t default_rx_size = 1024;
+    std::string device_name;  // FI_CXI_DEVICE_NAME filter
+    // softnic's own.
+    std::string soft_nics;  // FI_CXI_SOFT_NICS
+    size_t shm_ring_cells = 256;
+    size_t shm_cell_size = 4096;
+
+    // Largest message sent eagerly in full.
+    size_t eager_max() const { return rdzv_threshold + rdzv_get_min; }
+    // Bytes of unexpected payload the receiver may hold.
+    size_t unexpected_budget() const {
+        return msg_offload ? oflow_buf_size * oflow_buf_count : req_buf_size * req_buf_count;
+    }
+};
+
+void define_params(const fi_provider *prov);
+// Read the variables and apply the threshold fix-ups (spec §4.3). Called once.
+void load_env(const fi_provider *prov);
+const Env &env();
+
+}  // namespace softnic::cxi

@@ -1,0 +1,209 @@
+// Endpoint control path: binding, enabling (claiming PIDs), fi_control, options, names.
+#include <rdma/fi_cxi_ext.h>
+#include <rdma/fi_domain.h>
+
+#include <cstring>
+
+#include "common/eq.hpp"
+#include "common/log.hpp"
+#include "cxi/domain.hpp"
+#include "cxi/endpoint.hpp"
+
+namespace softnic::cxi {
+
+int Endpoint::bind(EpView &v, struct fid *bfid, uint64_t flags) {
+    if (!bfid) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "NULL object to bind\n");
+    switch (bfid->fclass) {
+        case FI_CLASS_CQ: return bind_cq(v, owner_of_fid<Cq, fid_cq>(bfid), flags);
+        case FI_CLASS_CNTR: return bind_cntr(v, owner_of_fid<Cntr, fid_cntr>(bfid), flags);
+        case FI_CLASS_AV: {
+            if (v.ctx && scalable_) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "bind the AV to the SEP\n");
+            if (av_) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "an AV is already bound\n");
+            av_ = owner_of_fid<Av, fid_av>(bfid);
+            av_->refs().get();
+            for (auto &c : contexts_) c->set_av(av_);
+            return 0;
+        }
+        case FI_CLASS_EQ:
+            eq_ = bfid;
+            return 0;
+        default:
+            SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "cannot bind object class %zu\n", bfid->fclass);
+    }
+}
+
+int Endpoint::bind_cq(EpView &v, Cq *cq, uint64_t flags) {
+    if (flags & ~(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION))
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "bad CQ bind flags 0x%lx\n", flags);
+    if (!v.ctx) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "bind CQs to the SEP's contexts\n");
+    bool sel = flags & FI_SELECTIVE_COMPLETION;
+    bool tx = (flags & FI_TRANSMIT) && (v.side & kTx);
+    bool rx = (flags & FI_RECV) && (v.side & kRx);
+    if ((tx && v.ctx->tx_bind().cq) || (rx && v.ctx->rx_bind().cq))
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "a CQ is already bound for that direction\n");
+    if (tx) {
+        v.ctx->tx_bind().cq = cq;
+        v.ctx->tx_bind().selective = sel;
+        cq->refs().get();
+    }
+    if (rx) {
+        v.ctx->rx_bind().cq = cq;
+        v.ctx->rx_bind().selective = sel;
+        cq->refs().get();
+    }
+    return 0;
+}
+
+int Endpoint::bind_cntr(EpView &v, Cntr *cntr, uint64_t flags) {
+    constexpr uint64_t kAll = FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |
+                              FI_REMOTE_WRITE;
+    if (flags & ~kAll) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "bad counter bind flags\n");
+    if (!v.ctx) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "bind counters to the SEP's contexts\n");
+    bool tx = (flags & FI_SEND) && (v.side & kTx), rx = (flags & FI_RECV) && (v.side & kRx);
+    if ((tx && v.ctx->tx_bind().cntr) || (rx && v.ctx->rx_bind().cntr))
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "a counter is already bound for that event\n");
+    if (tx) {
+        v.ctx->tx_bind().cntr = cntr;
+        cntr->refs().get();
+    }
+    if (rx) {
+        v.ctx->rx_bind().cntr = cntr;
+        cntr->refs().get();
+    }
+    return 0;
+}
+
+void Endpoint::attach_progress(Context &c) {
+    for (CompletionBind *b : {&c.tx_bind(), &c.rx_bind()}) {
+        if (b->cq) b->cq->progress().add(&c);
+        if (b->cntr) b->cntr->progress().add(&c);
+    }
+}
+
+// Claim the endpoint's PIDs: one, or one per context pair of a scalable endpoint.
+int Endpoint::open_pids() {
+    if (contexts_[0]->is_open()) return 0;
+    size_t n = contexts_.size();
+    uint32_t first = requested_pid_ == kPidAny ? 0 : requested_pid_;
+    uint32_t last = requested_pid_ == kPidAny ? kMaxPid + 1 - uint32_t(n) : requested_pid_;
+    for (uint32_t base = first; base <= last; base++) {
+        size_t i = 0;
+        for (; i < n && contexts_[i]->open(base + uint32_t(i)) == 0; i++) {
+        }
+        if (i == n) return 0;
+        for (size_t k = 0; k < i; k++) contexts_[k]->close();  // retry from the next base
+    }
+    if (scalable_ && n > 1)
+        SN_REJECT(-FI_EADDRINUSE, FI_LOG_EP_CTRL, "PID range for %zu contexts is in use\n", n);
+    SN_REJECT(-FI_ENOSPC, FI_LOG_EP_CTRL, "PID %u is in use\n", requested_pid_);
+}
+
+int Endpoint::enable(EpView &v) {
+    if (!av_) SN_REJECT(-FI_ENOAV, FI_LOG_EP_CTRL, "no AV bound\n");
+    if (!scalable_) {
+        Context &c = *contexts_[0];
+        if (!c.tx_bind().cq) SN_REJECT(-FI_ENOCQ, FI_LOG_EP_CTRL, "no transmit CQ bound\n");
+        if ((caps_ & FI_RECV || !(caps_ & (FI_SEND | FI_RECV))) && !c.rx_bind().cq)
+            SN_REJECT(-FI_ENOCQ, FI_LOG_EP_CTRL, "no receive CQ bound\n");
+    }
+    if (v.ctx && scalable_) {
+        if ((v.side & kTx) && !v.ctx->tx_bind().cq)
+            SN_REJECT(-FI_ENOCQ, FI_LOG_EP_CTRL, "no CQ bound to the TX context\n");
+        if ((v.side & kRx) && !v.ctx->rx_bind().cq)
+            SN_REJECT(-FI_ENOCQ, FI_LOG_EP_CTRL, "no CQ bound to the RX context\n");
+    }
+    if (!enabled_) {  // contexts may have been created unbound; bindings are kept
+        int ret = open_pids();
+        if (ret) return ret;
+        enabled_ = true;
+    }
+    for (auto &c : contexts_) {
+        c->set_av(av_);
+        attach_progress(*c);
+    }
+    if (v.ctx) {
+        EpView *target = &v;
+        target->h.fid.msg = &msg_ops;
+        target->h.fid.tagged = &tagged_ops;
+    }
+    return 0;
+}
+
+int Endpoint::control(EpView &v, int command, void *arg) {
+    switch (command) {
+        case FI_ENABLE: return enable(v);
+        case FI_GETOPSFLAG:
+        case FI_SETOPSFLAG: {
+            if (!arg) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "NULL flags\n");
+            uint64_t &f = *static_cast<uint64_t *>(arg);
+            bool tx = f & FI_TRANSMIT, rx = f & FI_RECV;
+            if (tx == rx) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "set exactly one of TX/RX\n");
+            uint64_t &target = tx ? v.tx_flags : v.rx_flags;
+            if (command == FI_GETOPSFLAG) {
+                f = target | (tx ? FI_TRANSMIT : FI_RECV);
+                return 0;
+            }
+            target = f & ~(FI_TRANSMIT | FI_RECV);
+            if (tx && !(target & kCompletionLevels)) target |= FI_TRANSMIT_COMPLETE;
+            return 0;
+        }
+        case FI_ALIAS: {
+            auto *alias = static_cast<struct fi_alias *>(arg);
+            if (!alias || !alias->fid) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "NULL alias\n");
+            bool tx = alias->flags & FI_TRANSMIT, rx = alias->flags & FI_RECV;
+            if (alias->flags & ~(FI_TRANSMIT | FI_RECV | kTxOpFlags | kRxOpFlags) || tx == rx)
+                SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "bad alias flags\n");
+            EpView *a = make_view(v.ctx, v.side, v.h.fid.fid.context, v.h.fid.fid.fclass);
+            a->is_alias = true;
+            a->tx_flags = v.tx_flags;
+            a->rx_flags = v.rx_flags;
+            uint64_t &t = tx ? a->tx_flags : a->rx_flags;
+            t = alias->flags & ~(FI_TRANSMIT | FI_RECV);
+            a->h.fid.msg = v.h.fid.msg;
+            a->h.fid.tagged = v.h.fid.tagged;
+            *alias->fid = &a->h.fid.fid;
+            return 0;
+        }
+        default:
+            SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "unsupported endpoint control %d\n", command);
+    }
+}
+
+int Endpoint::getopt(EpView &v, int level, int name, void *val, size_t *len) {
+    if (!val || !len) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "NULL option buffer\n");
+    if (level != FI_OPT_ENDPOINT || name != FI_OPT_MIN_MULTI_RECV)
+        SN_REJECT(-FI_ENOPROTOOPT, FI_LOG_EP_CTRL, "unknown option %d/%d\n", level, name);
+    if (*len < sizeof(size_t)) SN_REJECT(-FI_ETOOSMALL, FI_LOG_EP_CTRL, "option buffer too small\n");
+    Context *c = v.ctx ? v.ctx : contexts_[0].get();
+    *static_cast<size_t *>(val) = c->min_multi_recv();
+    *len = sizeof(size_t);
+    return 0;
+}
+
+int Endpoint::setopt(EpView &v, int level, int name, const void *val, size_t len) {
+    if (!val) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "NULL option value\n");
+    if (level != FI_OPT_ENDPOINT || name != FI_OPT_MIN_MULTI_RECV)
+        SN_REJECT(-FI_ENOPROTOOPT, FI_LOG_EP_CTRL, "unknown option %d/%d\n", level, name);
+    if (len < sizeof(size_t)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "option value too small\n");
+    size_t m = *static_cast<const size_t *>(val);
+    if (m > kMinMultiRecvMax) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "min_multi_recv too large\n");
+    if (v.ctx) v.ctx->min_multi_recv() = m;
+    else
+        for (auto &c : contexts_) c->min_multi_recv() = m;
+    return 0;
+}
+
+int Endpoint::getname(EpView &v, void *addr, size_t *len) {
+    if (!len) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "NULL addrlen\n");
+    if (!enabled_) SN_REJECT(-FI_EOPBADSTATE, FI_LOG_EP_CTRL, "endpoint is not enabled\n");
+    Context *c = v.ctx ? v.ctx : contexts_[0].get();
+    CxiAddr a = make_addr(domain_.nic().addr, c->pid());
+    size_t n = std::min(*len, sizeof(a));
+    if (addr && n) std::memcpy(addr, &a, n);
+    bool short_buf = *len < sizeof(a);
+    *len = sizeof(a);
+    if (short_buf) return -FI_ETOOSMALL;
+    return 0;
+}
+
+}  // namespace softnic::cxi

@@ -1,0 +1,85 @@
+#include "cxi/fabric.hpp"
+
+#include <rdma/fi_cxi_ext.h>
+
+#include <cstring>
+
+#include "common/eq.hpp"
+#include "cxi/domain.hpp"
+
+namespace softnic::cxi {
+namespace {
+
+int fabric_close(fid *f) {
+    Fabric *fab = owner_of_fid<Fabric, fid_fabric>(f);
+    if (fab->refs().busy()) SN_REJECT(-FI_EBUSY, FI_LOG_FABRIC, "fabric has open domains\n");
+    delete fab;
+    return 0;
+}
+
+int passive_ep(fid_fabric *, fi_info *, fid_pep **, void *) {
+    SN_REJECT(-FI_ENOSYS, FI_LOG_FABRIC, "cxi has no passive endpoints (FI_EP_RDM only)\n");
+}
+
+int eq_open(fid_fabric *, fi_eq_attr *attr, fid_eq **eq, void *context) {
+    if (!attr || !eq) SN_REJECT(-FI_EINVAL, FI_LOG_EQ, "NULL attr or eq\n");
+    int ret = Eq::check_attr(*attr);
+    if (ret) return ret;
+    return guarded([&] {
+        *eq = (new Eq(*attr, context))->fid();
+        return 0;
+    });
+}
+
+int wait_open(fid_fabric *, fi_wait_attr *, fid_wait **) {
+    SN_REJECT(-FI_ENOSYS, FI_LOG_FABRIC, "wait sets are not supported\n");
+}
+
+int trywait(fid_fabric *, fid **, int) {
+    SN_REJECT(-FI_ENOSYS, FI_LOG_FABRIC, "wait objects are not supported\n");
+}
+
+int domain2(fid_fabric *fabric, fi_info *info, fid_domain **dom, uint64_t flags, void *ctx) {
+    if (flags) SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "fi_domain2 flags must be 0\n");
+    return domain_open(fabric, info, dom, ctx);
+}
+
+fi_ops_fabric fabric_ops = {sizeof(fi_ops_fabric), domain_open, passive_ep, eq_open,
+                            wait_open,             trywait,     domain2};
+fi_ops fabric_fid_ops = make_fid_ops(fabric_close, fid_no_bind, fid_no_control, fid_no_ops_open);
+
+}  // namespace
+
+Fabric::Fabric(void *context) {
+    handle_.owner = this;
+    handle_.fid.fid.fclass = FI_CLASS_FABRIC;
+    handle_.fid.fid.context = context;
+    handle_.fid.fid.ops = &fabric_fid_ops;
+    handle_.fid.ops = &fabric_ops;
+    handle_.fid.api_version = FI_VERSION(1, 17);
+}
+
+int fabric_open(fi_fabric_attr *attr, fid_fabric **fabric, void *context) {
+    if (!attr || !fabric) SN_REJECT(-FI_EINVAL, FI_LOG_FABRIC, "NULL attr or fabric\n");
+    if (attr->name && std::strcmp(attr->name, "cxi"))
+        SN_REJECT(-FI_ENODATA, FI_LOG_FABRIC, "unknown fabric %s\n", attr->name);
+    return guarded([&] {
+        *fabric = (new Fabric(context))->fid();
+        return 0;
+    });
+}
+
+const char *prov_strerror(int prov_errno) {
+    switch (prov_errno) {
+        case C_RC_OK: return "C_RC_OK";
+        case C_RC_UNDELIVERABLE: return "C_RC_UNDELIVERABLE: peer unreachable";
+        case C_RC_PT_DISABLED: return "C_RC_PT_DISABLED: target portal disabled";
+        case C_RC_NO_MATCH: return "C_RC_NO_MATCH";
+        case C_RC_ENTRY_NOT_FOUND: return "C_RC_ENTRY_NOT_FOUND";
+        case C_RC_VNI_NOT_FOUND: return "C_RC_VNI_NOT_FOUND";
+        case C_RC_PTLTE_NOT_FOUND: return "C_RC_PTLTE_NOT_FOUND: no endpoint at that address";
+        default: return fi_strerror(prov_errno);
+    }
+}
+
+}  // namespace softnic::cxi

@@ -1,0 +1,212 @@
+#include "cxi/getinfo.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "common/info.hpp"
+#include "common/log.hpp"
+#include "cxi/addr.hpp"
+#include "cxi/caps.hpp"
+#include "cxi/env.hpp"
+#include "cxi/nic.hpp"
+
+namespace softnic::cxi {
+namespace {
+
+struct Request {
+    bool restrict_nic = false;
+    uint32_t nic = 0;        // with restrict_nic: only this NIC
+    uint32_t src_pid = kPidAny;
+    bool has_dest = false;
+    CxiAddr dest{};
+};
+
+// The info one soft NIC offers with provider keys (prov_key) or client keys.
+fi_info *offer(const SoftNic &nic, bool prov_key) {
+    fi_info *i = fi_allocinfo();
+    if (!i) return nullptr;
+    i->caps = kCaps;
+    i->mode = 0;
+    i->addr_format = FI_ADDR_CXI;
+    auto *src = static_cast<CxiAddr *>(std::calloc(1, sizeof(CxiAddr)));
+    *src = make_addr(nic.addr, kPidAny);
+    i->src_addr = src;
+    i->src_addrlen = sizeof(CxiAddr);
+    *i->tx_attr = fi_tx_attr{kTxCaps, 0, kTxOpFlags, kMsgOrder, 0, kInjectSize, kTxSizeMax, 1, 1,
+                             FI_TC_UNSPEC};
+    i->rx_attr->caps = kRxCaps;
+    i->rx_attr->op_flags = kRxOpFlags;
+    i->rx_attr->msg_order = kMsgOrder;
+    i->rx_attr->size = kRxSizeMax;
+    i->rx_attr->iov_limit = 1;
+    fi_ep_attr &ep = *i->ep_attr;
+    ep.type = FI_EP_RDM;
+    ep.protocol = FI_PROTO_CXI;
+    ep.protocol_version = 1;
+    ep.max_msg_size = kMaxMsgSize;
+    ep.max_order_waw_size = SIZE_MAX;
+    ep.mem_tag_format = kMemTagFormat;
+    ep.tx_ctx_cnt = ep.rx_ctx_cnt = 1;
+    fi_domain_attr &d = *i->domain_attr;
+    d.name = strdup(nic.name.c_str());
+    d.threading = FI_THREAD_SAFE;
+    d.control_progress = d.data_progress = FI_PROGRESS_MANUAL;
+    d.resource_mgmt = FI_RM_ENABLED;
+    d.av_type = FI_AV_UNSPEC;
+    d.mr_mode = prov_key ? kMrModeProvKey : kMrModeClientKey;
+    d.mr_key_size = prov_key ? 8 : 4;
+    d.cq_data_size = 8;
+    d.cq_cnt = 32;
+    d.ep_cnt = 128;
+    d.tx_ctx_cnt = d.rx_ctx_cnt = kMaxContexts;
+    d.max_ep_tx_ctx = d.max_ep_rx_ctx = kMaxContexts;
+    d.cntr_cnt = 16;
+    d.mr_iov_limit = 1;
+    d.mr_cnt = 100;
+    d.caps = kDomainCaps;
+    i->fabric_attr->name = strdup("cxi");
+    i->fabric_attr->prov_version = kProviderVersion;
+    return i;
+}
+
+int parse_request(const char *node, const char *service, uint64_t flags, const fi_info *hints,
+                  Request &r) {
+    if (flags & FI_SOURCE) {
+        if (!node && !service)
+            SN_REJECT(-FI_EINVAL, FI_LOG_CORE, "FI_SOURCE needs a node or a service\n");
+        if (node && !parse_node(node, r.nic))
+            SN_REJECT(-FI_EINVAL, FI_LOG_CORE, "cannot parse node \"%s\"\n", node);
+        r.restrict_nic = node != nullptr;
+        if (service && !parse_service(service, r.src_pid))
+            SN_REJECT(-FI_EINVAL, FI_LOG_CORE, "service \"%s\" is not a PID 0-510\n", service);
+    } else if (node) {
+        uint32_t nic = 0, pid = 0;
+        if (!parse_node(node, nic))
+            SN_REJECT(-FI_EINVAL, FI_LOG_CORE, "cannot parse node \"%s\"\n", node);
+        if (service && !parse_service(service, pid))
+            SN_REJECT(-FI_EINVAL, FI_LOG_CORE, "service \"%s\" is not a PID 0-510\n", service);
+        r.has_dest = true;
+        r.dest = make_addr(nic, pid);
+    } else if (service && !parse_service(service, r.src_pid)) {
+        SN_REJECT(-FI_EINVAL, FI_LOG_CORE, "service \"%s\" is not a PID 0-510\n", service);
+    }
+    if (hints && hints->src_addr) {
+        if (hints->addr_format != FI_ADDR_CXI || hints->src_addrlen < sizeof(CxiAddr))
+            SN_REJECT(-FI_ENODATA, FI_LOG_CORE, "hints src_addr is not an FI_ADDR_CXI\n");
+        const auto *a = static_cast<const CxiAddr *>(hints->src_addr);
+        r.restrict_nic = true;
+        r.nic = a->nic;
+        r.src_pid = a->pid;
+    }
+    if (hints && hints->dest_addr) {
+        if (hints->addr_format != FI_ADDR_CXI || hints->dest_addrlen < sizeof(CxiAddr))
+            SN_REJECT(-FI_ENODATA, FI_LOG_CORE, "hints dest_addr is not an FI_ADDR_CXI\n");
+        r.has_dest = true;
+        r.dest = *static_cast<const CxiAddr *>(hints->dest_addr);
+    }
+    return 0;
+}
+
+uint64_t with_directions(uint64_t caps) {
+    if (!(caps & (FI_SEND | FI_RECV))) caps |= FI_SEND | FI_RECV;
+    return caps;
+}
+
+// The capability trimming upstream applies (spec §1.1).
+void trim_caps(fi_info &i, const fi_info *hints) {
+    uint64_t keep;
+    if (!hints || !hints->caps) {
+        keep = kCaps & ~(FI_SOURCE | FI_SOURCE_ERR);
+    } else {
+        uint64_t primary = hints->caps & kPrimaryCaps;
+        if (!primary) primary = kPrimaryCaps;
+        uint64_t secondary = kSecondaryCaps & ~(FI_SOURCE | FI_SOURCE_ERR | FI_FENCE);
+        keep = primary | secondary | (hints->caps & kSecondaryCaps);
+    }
+    uint64_t dirs = with_directions(keep);
+    i.caps = keep;
+    i.tx_attr->caps &= dirs | FI_FENCE;
+    i.rx_attr->caps &= dirs;
+    if (!(dirs & FI_SEND)) i.tx_attr->caps &= ~(FI_MSG | FI_TAGGED);
+    if (!(dirs & FI_RECV)) i.rx_attr->caps &= ~(FI_MSG | FI_TAGGED);
+}
+
+void finish(fi_info &i, const fi_info *hints, const Request &r) {
+    trim_caps(i, hints);
+    const Env &e = env();
+    if (!hints || !hints->tx_attr || !hints->tx_attr->size) i.tx_attr->size = e.default_tx_size;
+    if (!hints || !hints->rx_attr || !hints->rx_attr->size) i.rx_attr->size = e.default_rx_size;
+    if (!hints) {
+        i.tx_attr->op_flags = kTxOpFlags;
+        i.rx_attr->op_flags = kRxOpFlags;
+    }
+    static_cast<CxiAddr *>(i.src_addr)->pid = r.src_pid;
+    if (r.has_dest) {
+        auto *d = static_cast<CxiAddr *>(std::calloc(1, sizeof(CxiAddr)));
+        *d = r.dest;
+        i.dest_addr = d;
+        i.dest_addrlen = sizeof(CxiAddr);
+    }
+    if (hints && hints->domain_attr && !(i.caps & (FI_RMA | FI_ATOMIC)))
+        i.domain_attr->mr_mode &= hints->domain_attr->mr_mode;
+}
+
+// Apply the adjustments upstream makes to the hints before matching.
+fi_info *normalized_hints(const fi_info *hints) {
+    if (!hints) return nullptr;
+    fi_info *h = fi_dupinfo(hints);
+    if (h && h->domain_attr && h->domain_attr->mr_mode == FI_MR_ENDPOINT)
+        h->domain_attr->mr_mode |= FI_MR_ALLOCATED;
+    if (h && h->fabric_attr && h->fabric_attr->prov_name) {  // "cxi;ofi_rxm" style names
+        free(h->fabric_attr->prov_name);
+        h->fabric_attr->prov_name = nullptr;
+    }
+    return h;
+}
+
+bool hints_acceptable(const fi_info *hints) {
+    if (!hints) return true;
+    if ((hints->caps & FI_SOURCE_ERR) && !(hints->caps & FI_SOURCE)) {
+        SN_INFO(FI_LOG_CORE, "FI_SOURCE_ERR requires FI_SOURCE\n");
+        return false;
+    }
+    if (hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC &&
+        hints->ep_attr->type != FI_EP_RDM)
+        return false;
+    if (hints->domain_attr && hints->domain_attr->auth_key_size)  // keys: the isolation work
+        return false;
+    return true;
+}
+
+}  // namespace
+
+int getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
+            const fi_info *hints, fi_info **info) {
+    if (!info) return -FI_EINVAL;
+    *info = nullptr;
+    Request req;
+    int ret = parse_request(node, service, flags, hints, req);
+    if (ret) return ret;
+    if (!hints_acceptable(hints)) return -FI_ENODATA;
+    fi_info *h = normalized_hints(hints);
+    fi_info *head = nullptr, **tail = &head;
+    for (const SoftNic &nic : soft_nics()) {
+        if (req.restrict_nic && nic.addr != req.nic) continue;
+        for (bool prov_key : {true, false}) {
+            fi_info *o = offer(nic, prov_key);
+            if (!o) break;
+            fi_info *out = info::matches(*o, h, version) ? info::narrow(*o, h) : nullptr;
+            fi_freeinfo(o);
+            if (!out) continue;
+            finish(*out, hints, req);
+            *tail = out;
+            tail = &out->next;
+            if (hints) break;  // with hints, the first match per domain
+        }
+    }
+    fi_freeinfo(h);
+    *info = head;
+    return head ? 0 : -FI_ENODATA;
+}
+
+}  // namespace softnic::cxi

@@ -1,0 +1,85 @@
+// Rendezvous: the receiver pulls what did not travel eagerly, in one copy from the
+// sender's memory when the transport can, or by asking the sender to stream it.
+#include <rdma/fi_cxi_ext.h>
+
+#include "common/log.hpp"
+#include "cxi/context.hpp"
+#include "cxi/domain.hpp"
+
+namespace softnic::cxi {
+
+void Context::send_ctrl(transport::Link *link, const WireHdr &h) {
+    if (!link) return;
+    if (!ctrl_backlog_.empty() || !link->send(&h, sizeof(h), nullptr, 0))
+        ctrl_backlog_.emplace_back(link, h);  // retried by progress; never dropped
+}
+
+void Context::send_done(RxMsg *m, uint16_t flags) {
+    int err = 0;
+    if (!m->src_link) m->src_link = domain_.link_to(m->src_nic, vni_, m->src_pid, err);
+    WireHdr h{};
+    h.type = static_cast<uint8_t>(Pkt::kDone);
+    h.version = kWireVersion;
+    h.flags = flags;
+    h.vni = vni_;
+    h.src_pid = static_cast<uint16_t>(pid_);
+    h.src_nic = domain_.nic().addr;
+    h.cookie = m->cookie;
+    h.msg_len = m->want;
+    send_ctrl(m->src_link, h);
+}
+
+void Context::start_pull(RxMsg *m) {
+    int err = 0;
+    if (!m->src_link) m->src_link = domain_.link_to(m->src_nic, vni_, m->src_pid, err);
+    if (!m->src_link) {
+        complete_rx(m, FI_EIO);  // the sender is gone
+        return;
+    }
+    size_t from = m->pull_from, n = m->want - from;
+    if (transport::BulkReader *b = m->src_link->bulk()) {
+        ssize_t r = b->read(m->dst + from, m->rdzv_addr + from, n);
+        if (r == ssize_t(n)) {
+            send_done(m, m->want < m->msg_len ? kWTrunc : 0);
+            complete_rx(m, 0);
+            return;
+        }
+        if (r != -EPERM && r != -ENOSYS) {  // a bad address from the peer: fail, do not retry
+            SN_WARN(FI_LOG_EP_DATA, "rendezvous read failed: %s\n", fi_strerror(int(-r)));
+            fail_msg(m, FI_EIO);
+            return;
+        }
+    }
+    // Fallback: the sender streams the data through our ring.
+    m->pulling = true;
+    m->dst_cap = m->want;
+    inbound_[InKey{m->src_key | kPulledKey, m->cookie}] = m;
+    WireHdr h{};
+    h.type = static_cast<uint8_t>(Pkt::kGetReq);
+    h.version = kWireVersion;
+    h.vni = vni_;
+    h.src_pid = static_cast<uint16_t>(pid_);
+    h.src_nic = domain_.nic().addr;
+    h.cookie = m->cookie;
+    h.offset = from;
+    h.msg_len = n;
+    send_ctrl(m->src_link, h);
+}
+
+void Context::on_get_req(const WireHdr &h) {
+    TxOp *op = tx_by_cookie(h.cookie);
+    if (!op || !op->rdzv || h.offset > op->a.len || h.msg_len > op->a.len - h.offset) {
+        SN_WARN(FI_LOG_EP_DATA, "dropping invalid rendezvous request\n");
+        return;
+    }
+    op->stream_off = h.offset;
+    op->stream_end = h.offset + h.msg_len;
+    if (!op->pending) {
+        op->pending = true;
+        pending_.push_back(op);
+        pending_count_++;
+    }
+    if (!holding_more_) pump_pending();
+}
+
+}  // namespace softnic::cxi

@@ -1,0 +1,229 @@
+// Receive engine: matching against posted receives (FIFO, tagged and untagged apart),
+// unexpected messages, multi-receive buffers, truncation and RX completions.
+#include <rdma/fi_cxi_ext.h>
+
+#include <cstring>
+
+#include "common/log.hpp"
+#include "cxi/context.hpp"
+#include "cxi/domain.hpp"
+
+namespace softnic::cxi {
+namespace {
+
+bool header_sane(const WireHdr &h) {
+    bool rdzv = h.flags & kWRdzv;
+    return h.msg_len <= kMaxMsgSize && h.eager_len <= h.msg_len && h.payload <= h.eager_len &&
+           (rdzv || h.eager_len == h.msg_len) && (h.tag & ~kTagMask) == 0;
+}
+
+}  // namespace
+
+fi_addr_t Context::source_of(uint32_t nic, uint32_t pid, uint64_t key, bool &known) {
+    (void)nic;
+    (void)pid;
+    fi_addr_t a = av_ ? av_->reverse(key) : FI_ADDR_NOTAVAIL;
+    known = a != FI_ADDR_NOTAVAIL;
+    return a;
+}
+
+bool Context::recv_matches(const RecvOp &r, bool tagged, uint64_t tag, fi_addr_t src) const {
+    if (r.tagged != tagged) return false;
+    if (tagged && ((r.tag ^ tag) & ~r.ignore & kTagMask)) return false;
+    if ((caps_ & FI_DIRECTED_RECV) && r.src != FI_ADDR_UNSPEC && r.src != src) return false;
+    return true;
+}
+
+RecvOp *Context::match_posted(const WireHdr &h, uint64_t src_key, fi_addr_t &src) {
+    bool tagged = h.flags & kWTagged;
+    List<RecvOp> &list = posted_[tagged];
+    for (RecvOp *op = list.head; op; op = op->next)
+        if (recv_matches(*op, tagged, h.tag, src)) return op;
+    (void)src_key;
+    return nullptr;
+}
+
+// Point the message at the receive buffer (or the next slice of a multi-receive buffer).
+// Non-multi receives are unlinked from the posted list here.
+void Context::bind_receive(RxMsg *m, RecvOp *op, bool listed) {
+    m->op = op;
+    uint8_t *dst = op->buf;
+    size_t cap = op->len;
+    if (op->flags & FI_MULTI_RECV) {
+        dst += op->used;
+        cap -= op->used;
+        op->used += std::min(cap, m->msg_len);
+        op->inflight++;
+        if (op->len - op->used < min_multi_recv_ && !op->unlinked) {
+            posted_[0].remove(op);
+            op->unlinked = true;
+        }
+    } else if (listed) {
+        posted_[op->tagged].remove(op);
+    }
+    m->want = std::min(cap, m->msg_len);
+    m->dst = dst;
+    m->dst_cap = m->want;
+    m->pull_from = m->eager_len;
+}
+
+void Context::place(RxMsg *m, size_t offset, const uint8_t *data, size_t n) {
+    if (offset >= m->dst_cap || !n) return;
+    std::memcpy(m->dst + offset, data, std::min(n, m->dst_cap - offset));
+}
+
+bool Context::on_msg(const WireHdr &h, const uint8_t *payload) {
+    if (!header_sane(h)) {
+        SN_WARN(FI_LOG_EP_DATA, "dropping message with inconsistent lengths\n");
+        return true;
+    }
+    const uint64_t key = addr_key(h.src_nic, h.src_pid);
+    bool known = false;
+    fi_addr_t src = source_of(h.src_nic, h.src_pid, key, known);
+    RecvOp *op = match_posted(h, key, src);
+    RxMsg *m = alloc_msg();
+    *m = RxMsg{key, h.src_nic, h.src_pid, src, known, h.tag, h.cq_data, h.cookie, h.rdzv_addr,
+               h.flags, h.msg_len, h.eager_len};
+    if (op) {
+        bind_receive(m, op, true);
+    } else {
+        m->ux_cap = (h.flags & kWWhole) ? 0 : h.eager_len;  // eager rendezvous: keep the header
+        m->ux_buf = alloc_ux(m->ux_cap);
+        if (m->ux_cap && !m->ux_buf) {  // no room: leave it queued until receives drain space
+            m->ux_cap = 0;
+            free_msg(m);
+            return false;
+        }
+        m->dst = m->ux_buf;
+        m->dst_cap = m->ux_cap;
+        unexpected_[m->tagged()].push_back(m);
+    }
+    place(m, 0, payload, h.payload);
+    m->got = h.payload;
+    if (!m->eager_done()) inbound_[InKey{key, h.cookie}] = m;
+    else finish_eager(m);
+    return true;
+}
+
+void Context::on_data(const WireHdr &h, const uint8_t *payload) {
+    uint64_t key = addr_key(h.src_nic, h.src_pid);
+    bool pulled = h.flags & kWPulled;
+    auto it = inbound_.find(InKey{pulled ? key | kPulledKey : key, h.cookie});
+    if (it == inbound_.end()) {
+        SN_DBG(FI_LOG_EP_DATA, "dropping data for no message in progress\n");
+        return;
+    }
+    RxMsg *m = it->second;
+    size_t end = h.offset + h.payload;
+    if (!pulled) {
+        if (end > m->eager_len || end < h.offset) return;  // out of bounds: drop
+        place(m, h.offset, payload, h.payload);
+        m->got += h.payload;
+        if (!m->eager_done()) return;
+        inbound_.erase(it);
+        finish_eager(m);
+        return;
+    }
+    if (end > m->want || h.offset < m->pull_from || end < h.offset) return;
+    std::memcpy(m->dst + h.offset, payload, h.payload);
+    m->pull_got += h.payload;
+    if (m->pull_got < m->want - m->pull_from) return;
+    inbound_.erase(it);
+    send_done(m, 0);
+    complete_rx(m, 0);
+}
+
+// All eager bytes are in: complete, pull the rest, or wait in the unexpected list.
+void Context::finish_eager(RxMsg *m) {
+    if (!m->op) return;
+    if ((m->wflags & kWRdzv) && m->want > m->pull_from) {
+        start_pull(m);
+        return;
+    }
+    if (m->wflags & (kWAckReq | kWRdzv)) send_done(m, m->want < m->msg_len ? kWTrunc : 0);
+    complete_rx(m, 0);
+}
+
+void Context::complete_rx(RxMsg *m, int err) {
+    RecvOp *op = m->op;
+    size_t olen = m->msg_len - m->want;
+    if (!err && olen) err = FI_ETRUNC;
+    uint8_t *buf = (op->flags & FI_MULTI_RECV) ? m->dst : nullptr;
+    complete_recv(op, m->want, m, buf, err, olen);
+    free_msg(m);
+}
+
+void Context::complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *buf, int err,
+                            size_t olen) {
+    bool multi = op->flags & FI_MULTI_RECV;
+    bool last = true;
+    if (multi) {
+        op->inflight--;
+        last = op->unlinked && op->inflight == 0;
+    }
+    uint64_t flags = (op->tagged ? FI_TAGGED : FI_MSG) | FI_RECV;
+    if (m && (m->wflags & kWCqData)) flags |= FI_REMOTE_CQ_DATA;
+    if (multi && last) flags |= FI_MULTI_RECV;
+    fi_addr_t src = m ? m->src_addr : FI_ADDR_NOTAVAIL;
+    CxiAddr peer{};
+    if (m && !err && !m->src_known && (caps_ & FI_SOURCE_ERR)) {
+        err = FI_EADDRNOTAVAIL;
+        peer = make_addr(m->src_nic, m->src_pid);
+    }
+    if (!err) {
+        if (rx_.cntr) rx_.cntr->inc(rx_.cntr->counts_bytes() ? len : 1);
+        bool wanted = !rx_.selective || (op->flags & FI_COMPLETION);
+        if (rx_.cq && (wanted || (flags & FI_MULTI_RECV)))
+            rx_.cq->push(Completion{op->context, wanted ? flags : FI_MULTI_RECV,
+                                    wanted ? len : 0, buf, m ? m->data : 0,
+                                    op->tagged && m ? m->tag : 0, src});
+    } else {
+        if (rx_.cntr) rx_.cntr->inc_err();
+        ErrorCompletion e;
+        e.entry = fi_cq_err_entry{op->context, flags, len, buf, m ? m->data : 0,
+                                  m ? m->tag : op->tag, olen, err, err == FI_ETRUNC ? C_RC_OK : 0,
+                                  nullptr, 0};
+        e.src = src;
+        if (err == FI_EADDRNOTAVAIL)
+            e.err_data.assign(reinterpret_cast<uint8_t *>(&peer),
+                              reinterpret_cast<uint8_t *>(&peer) + sizeof(peer));
+        if (rx_.cq) rx_.cq->push_error(e);
+    }
+    if (last) release_recv(op);
+}
+
+RxMsg *Context::match_unexpected(const RecvArgs &a, bool skip_claimed) {
+    RecvOp probe{};
+    probe.tagged = a.tagged;
+    probe.tag = a.tag;
+    probe.ignore = a.ignore;
+    probe.src = a.src;
+    for (RxMsg *m = unexpected_[a.tagged].head; m; m = m->next) {
+        if (skip_claimed && m->claimed) continue;
+        if (recv_matches(probe, m->tagged(), m->tag, m->src_addr)) return m;
+    }
+    return nullptr;
+}
+
+// A receive found its message among the unexpected ones.
+void Context::take_unexpected(RxMsg *m, RecvOp *op) {
+    unexpected_[m->tagged()].remove(m);
+    uint8_t *ux = m->ux_buf;
+    size_t kept = std::min(m->got, m->ux_cap);
+    bool arriving = !m->eager_done();
+    bind_receive(m, op, false);  // multi-receive buffers stay listed until full
+    std::memcpy(m->dst, ux, std::min(kept, m->want));
+    m->pull_from = (m->wflags & kWWhole) ? 0 : m->eager_len;
+    if (arriving) {  // the rest of the eager bytes now go straight to the receive buffer
+        m->dst_cap = std::min(m->want, m->eager_len);
+        return;
+    }
+    finish_eager(m);
+}
+
+void Context::fail_msg(RxMsg *m, int err) {
+    send_done(m, kWError);
+    complete_rx(m, err);
+}
+
+}  // namespace softnic::cxi

@@ -1,0 +1,139 @@
+// Posting receives: FI_MORE batching, unexpected-list search, multi-receive, PEEK/CLAIM,
+// cancel and the unexpected-list snapshot of the domain extension.
+#include <cstring>
+
+#include "common/log.hpp"
+#include "cxi/context.hpp"
+#include "cxi/domain.hpp"
+
+namespace softnic::cxi {
+namespace {
+
+RecvOp make_recv(const RecvArgs &a) {
+    RecvOp r{};
+    r.context = a.context;
+    r.flags = a.flags;
+    r.buf = static_cast<uint8_t *>(a.buf);
+    r.len = a.len;
+    r.src = a.src;
+    r.tag = a.tag;
+    r.ignore = a.ignore;
+    r.tagged = a.tagged;
+    return r;
+}
+
+}  // namespace
+
+ssize_t Context::recv(const RecvArgs &a) {
+    SpinGuard g(lock_);
+    RecvOp *op = alloc_recv();
+    *op = make_recv(a);
+    if (a.flags & FI_MORE) {  // held until an operation without FI_MORE arrives
+        held_recvs_.push_back(op);
+        return 0;
+    }
+    held_recvs_.push_back(op);
+    post_held_recvs();
+    return 0;
+}
+
+void Context::post_held_recvs() {
+    while (RecvOp *op = held_recvs_.head) {
+        held_recvs_.remove(op);
+        if (op->flags & FI_CLAIM) {  // the message a PEEK|CLAIM reserved for this context
+            RxMsg *m = unexpected_[op->tagged].head;
+            while (m && !(m->claimed && m->claim_ctx == op->context)) m = m->next;
+            if (m) take_unexpected(m, op);
+            else release_recv(op);
+            continue;
+        }
+        if (op->flags & FI_MULTI_RECV) {
+            posted_[0].push_back(op);
+            RecvArgs probe{op->buf, op->len, op->src, 0, 0, op->context, op->flags, false};
+            while (!op->unlinked) {
+                RxMsg *m = match_unexpected(probe, true);
+                if (!m) break;
+                take_unexpected(m, op);
+            }
+            if (op->unlinked && op->inflight == 0) release_recv(op);
+            continue;
+        }
+        RecvArgs probe{op->buf, op->len, op->src, op->tag, op->ignore, op->context, op->flags,
+                       op->tagged};
+        if (RxMsg *m = match_unexpected(probe, true)) take_unexpected(m, op);
+        else posted_[op->tagged].push_back(op);
+    }
+}
+
+ssize_t Context::peek(const RecvArgs &a) {
+    SpinGuard g(lock_);
+    if (rxq_) rxq_->poll(*this, 64);  // the message may still be in the ring
+    RxMsg *m = match_unexpected(a, true);
+    uint64_t flags = (a.tagged ? FI_TAGGED : FI_MSG) | FI_RECV;
+    if (!m) {
+        if (!rx_.cq) return 0;
+        ErrorCompletion e;
+        e.entry = fi_cq_err_entry{a.context, flags, 0, nullptr, 0, a.tag, 0, FI_ENOMSG, 0,
+                                  nullptr, 0};
+        rx_.cq->push_error(e);
+        return 0;
+    }
+    if (a.flags & FI_CLAIM) {
+        m->claimed = true;
+        m->claim_ctx = a.context;
+    }
+    if (m->wflags & kWCqData) flags |= FI_REMOTE_CQ_DATA;
+    if (rx_.cq)
+        rx_.cq->push(Completion{a.context, flags, m->msg_len, nullptr, m->data, m->tag,
+                                m->src_addr});
+    return 0;
+}
+
+int Context::cancel(void *context) {
+    SpinGuard g(lock_);
+    auto try_list = [&](List<RecvOp> &list) -> RecvOp * {
+        for (RecvOp *op = list.head; op; op = op->next)
+            if (op->context == context) {
+                list.remove(op);
+                return op;
+            }
+        return nullptr;
+    };
+    RecvOp *op = try_list(held_recvs_);
+    if (!op) op = try_list(posted_[0]);
+    if (!op) op = try_list(posted_[1]);
+    if (!op) return -FI_ENOENT;
+    bool multi = op->flags & FI_MULTI_RECV;
+    if (multi && op->inflight) {  // messages still landing in it finish normally
+        op->unlinked = true;
+        return 0;
+    }
+    if (rx_.cntr) rx_.cntr->inc_err();
+    ErrorCompletion e;
+    uint64_t flags = (op->tagged ? FI_TAGGED : FI_MSG) | FI_RECV | (multi ? FI_MULTI_RECV : 0);
+    e.entry = fi_cq_err_entry{context, flags, 0, nullptr, 0, op->tag, 0, FI_ECANCELED, 0,
+                              nullptr, 0};
+    if (rx_.cq) rx_.cq->push_error(e);
+    release_recv(op);
+    return 0;
+}
+
+size_t Context::unexpected(fi_cq_tagged_entry *entries, size_t count, fi_addr_t *src,
+                           size_t *total) {
+    SpinGuard g(lock_);
+    if (rxq_) rxq_->poll(*this, 64);
+    size_t n = 0, all = 0;
+    for (int t = 0; t < 2; t++) {
+        for (RxMsg *m = unexpected_[t].head; m; m = m->next, all++) {
+            if (!entries || !src || n >= count) continue;
+            uint64_t flags = (m->tagged() ? FI_TAGGED : FI_MSG) | FI_RECV |
+                             ((m->wflags & kWCqData) ? FI_REMOTE_CQ_DATA : 0);
+            entries[n] = fi_cq_tagged_entry{nullptr, flags, m->msg_len, nullptr, m->data, m->tag};
+            src[n++] = m->src_addr;
+        }
+    }
+    *total = all;
+    return n;
+}
+
+}  // namespace softnic::cxi

@@ -1,0 +1,232 @@
+// Transmit engine: eager sends straight into the peer's queue when they fit, otherwise a
+// FIFO of operations pumped by progress; rendezvous sends wait for the receiver's kDone.
+#include <rdma/fi_cxi_ext.h>
+
+#include <cstring>
+
+#include "common/log.hpp"
+#include "cxi/context.hpp"
+#include "cxi/domain.hpp"
+#include "cxi/env.hpp"
+
+namespace softnic::cxi {
+
+transport::Link *Context::route(fi_addr_t dest, int &err) {
+    Av::Entry *e = av_ ? av_->entry(dest) : nullptr;
+    if (!e) {
+        err = -FI_EINVAL;
+        return nullptr;
+    }
+    bool cacheable = av_->rx_ctx_bits() == 0;
+    auto *link = static_cast<transport::Link *>(e->peer_cache.load(std::memory_order_acquire));
+    if (link && cacheable && link->alive()) return link;
+    CxiAddr a;
+    std::memcpy(&a, e->addr.data(), sizeof(a));
+    uint32_t pid = a.pid + av_->rx_index(dest);
+    link = domain_.link_to(a.nic, vni_, pid, err);
+    if (link && cacheable) e->peer_cache.store(link, std::memory_order_release);
+    return link;
+}
+
+void Context::fill_hdr(WireHdr &h, Pkt type, const SendArgs &a) const {
+    h = WireHdr{};
+    h.type = static_cast<uint8_t>(type);
+    h.version = kWireVersion;
+    h.flags = (a.tagged ? kWTagged : 0) | ((a.flags & FI_REMOTE_CQ_DATA) ? kWCqData : 0);
+    h.vni = vni_;
+    h.src_pid = static_cast<uint16_t>(pid_);
+    h.src_nic = domain_.nic().addr;
+    h.msg_len = a.len;
+    h.eager_len = a.len;
+    h.tag = a.tag;
+    h.cq_data = a.data;
+    h.rdzv_addr = reinterpret_cast<uint64_t>(a.buf);
+}
+
+// Transmit-complete is the default; delivery and match complete wait for the receiver.
+uint64_t Context::completion_level(uint64_t flags) const {
+    uint64_t lv = flags & kCompletionLevels;
+    if (lv & FI_TRANSMIT_COMPLETE || lv & FI_INJECT_COMPLETE || !lv) return FI_TRANSMIT_COMPLETE;
+    return lv & FI_MATCH_COMPLETE ? FI_MATCH_COMPLETE : FI_DELIVERY_COMPLETE;
+}
+
+bool Context::try_fast_send(const SendArgs &a, transport::Link *link, int &err) {
+    err = 0;
+    if (!pending_.empty() || (a.flags & FI_MORE) || a.len > env().eager_max()) return false;
+    if (a.len + sizeof(WireHdr) > link->max_packet()) return false;
+    if (completion_level(a.flags) != FI_TRANSMIT_COMPLETE) return false;
+    WireHdr h;
+    fill_hdr(h, Pkt::kMsg, a);
+    h.payload = static_cast<uint32_t>(a.len);
+    iovec iov{const_cast<void *>(a.buf), a.len};
+    if (!link->send(&h, sizeof(h), &iov, a.len ? 1 : 0)) return false;
+    domain_.count(C_CNTR_IXE_RX_PTL_UNRESTRICTED_PKT);
+    complete_send(a, 0, 0);
+    return true;
+}
+
+ssize_t Context::send(const SendArgs &a) {
+    SpinGuard g(lock_);
+    int err = 0;
+    transport::Link *link = route(a.dest, err);
+    if (!link) {
+        if (err == -FI_EINVAL)
+            SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "fi_addr %lu is not in the AV\n", a.dest);
+        complete_send(a, FI_EIO, C_RC_PTLTE_NOT_FOUND);  // nobody at that address
+        return 0;
+    }
+    if (try_fast_send(a, link, err)) return 0;
+    TxOp *op = alloc_tx();
+    if (!op) return -FI_EAGAIN;
+    op->a = a;
+    op->link = link;
+    if ((a.flags & FI_INJECT) && a.len) {  // the caller may reuse its buffer on return
+        std::memcpy(op->inline_data, a.buf, a.len);
+        op->a.buf = op->inline_data;
+    }
+    bool rdzv = a.len > env().eager_max();
+    op->rdzv = rdzv;
+    op->eager_len = rdzv ? (env().rdzv_offload ? std::min(env().rdzv_eager_size, a.len) : a.len)
+                         : a.len;
+    op->wait_done = rdzv || completion_level(a.flags) != FI_TRANSMIT_COMPLETE;
+    op->pending = true;
+    pending_.push_back(op);
+    pending_count_++;
+    holding_more_ = a.flags & FI_MORE;
+    if (!holding_more_) pump_pending();
+    return 0;
+}
+
+TxOp *Context::alloc_tx() {
+    TxOp *op = tx_free_;
+    if (!op) return nullptr;
+    tx_free_ = op->next;
+    uint32_t gen = op->gen + 1;
+    *op = TxOp{};
+    op->gen = gen;
+    op->cookie = (uint64_t(gen) << 32) | uint64_t(op - tx_pool_.data());
+    tx_outstanding_++;
+    return op;
+}
+
+void Context::free_tx(TxOp *op) {
+    op->gen++;  // stale cookies no longer resolve
+    op->next = tx_free_;
+    tx_free_ = op;
+    tx_outstanding_--;
+}
+
+TxOp *Context::tx_by_cookie(uint64_t cookie) {
+    size_t i = cookie & 0xffffffffULL;
+    if (i >= tx_pool_.size()) return nullptr;
+    TxOp *op = &tx_pool_[i];
+    return op->cookie == cookie && op->gen == uint32_t(cookie >> 32) ? op : nullptr;
+}
+
+// Queue as many packets of `op` as the peer accepts. True when nothing is left to send.
+bool Context::pump(TxOp *op) {
+    transport::Link *link = op->link;
+    const size_t room = link->max_packet() - sizeof(WireHdr);
+    const auto *base = static_cast<const uint8_t *>(op->a.buf);
+    WireHdr h;
+    fill_hdr(h, Pkt::kMsg, op->a);
+    h.cookie = op->cookie;
+    h.eager_len = op->eager_len;
+    h.flags |= (op->rdzv ? kWRdzv : 0) | (op->wait_done && !op->rdzv ? kWAckReq : 0) |
+               (op->rdzv && op->eager_len == op->a.len ? kWWhole : 0);
+    while (!op->hdr_sent || op->sent < op->eager_len) {
+        size_t n = std::min(room, op->eager_len - op->sent);
+        if (op->hdr_sent) {
+            h.type = static_cast<uint8_t>(Pkt::kData);
+            h.offset = op->sent;
+        }
+        h.payload = static_cast<uint32_t>(n);
+        iovec iov{const_cast<uint8_t *>(base + op->sent), n};
+        if (!link->send(&h, sizeof(h), &iov, n ? 1 : 0, op->sent + n < op->eager_len)) return false;
+        domain_.count(C_CNTR_IXE_RX_PTL_UNRESTRICTED_PKT);
+        op->hdr_sent = true;
+        op->sent += n;
+    }
+    h.type = static_cast<uint8_t>(Pkt::kData);
+    h.flags |= kWPulled;
+    while (op->stream_off < op->stream_end) {  // data the receiver asked for with kGetReq
+        size_t n = std::min(room, op->stream_end - op->stream_off);
+        h.offset = op->stream_off;
+        h.payload = static_cast<uint32_t>(n);
+        iovec iov{const_cast<uint8_t *>(base + op->stream_off), n};
+        if (!link->send(&h, sizeof(h), &iov, 1)) return false;
+        op->stream_off += n;
+    }
+    link->flush();
+    return true;
+}
+
+void Context::pump_pending() {
+    while (TxOp *op = pending_.head) {
+        // A fence waits until every earlier operation has completed.
+        if ((op->a.flags & FI_FENCE) && tx_outstanding_ > pending_count_) return;
+        if (!pump(op)) {
+            if (!op->link->alive() || op->link->peer_dead()) fail_link(op->link);
+            return;
+        }
+        pending_.remove(op);
+        pending_count_--;
+        op->pending = false;
+        if (!op->wait_done || op->done_seen) {
+            complete_tx(op, 0, 0);
+        }
+    }
+}
+
+void Context::on_done(const WireHdr &h) {
+    TxOp *op = tx_by_cookie(h.cookie);
+    if (!op) {
+        SN_DBG(FI_LOG_EP_DATA, "stale completion cookie %lx\n", h.cookie);
+        return;
+    }
+    op->done_seen = true;
+    if (op->pending) return;  // still transmitting: completes when pumped out
+    if (h.flags & kWError) complete_tx(op, FI_EIO, C_RC_PT_DISABLED);
+    else complete_tx(op, 0, 0);
+}
+
+void Context::complete_tx(TxOp *op, int err, int prov_errno) {
+    SendArgs a = op->a;
+    free_tx(op);
+    complete_send(a, err, prov_errno);
+}
+
+void Context::complete_send(const SendArgs &a, int err, int prov_errno) {
+    uint64_t flags = (a.tagged ? FI_TAGGED : FI_MSG) | FI_SEND;
+    if (!err) {
+        if (tx_.cntr) tx_.cntr->inc(tx_.cntr->counts_bytes() ? a.len : 1);
+        if ((a.flags & FI_INJECT) || (tx_.selective && !(a.flags & FI_COMPLETION))) return;
+        if (tx_.cq) tx_.cq->push(Completion{a.context, flags, 0, nullptr, 0, 0, FI_ADDR_NOTAVAIL});
+        return;
+    }
+    if (tx_.cntr) tx_.cntr->inc_err();
+    if (!tx_.cq) return;
+    ErrorCompletion e;
+    e.entry.op_context = a.context;
+    e.entry.flags = flags;
+    e.entry.err = err;
+    e.entry.prov_errno = prov_errno;
+    tx_.cq->push_error(e);
+}
+
+// The peer is gone: everything addressed to it fails instead of waiting forever.
+void Context::fail_link(transport::Link *link) {
+    for (auto &op : tx_pool_) {
+        if (op.link != link || tx_by_cookie(op.cookie) != &op) continue;
+        if (op.pending) {
+            pending_.remove(&op);
+            pending_count_--;
+            op.pending = false;
+        }
+        complete_tx(&op, FI_EHOSTUNREACH, C_RC_UNDELIVERABLE);
+    }
+    domain_.drop_link(link);
+    if (av_) av_->forget_peer(link);  // cached routes must be re-resolved
+}
+
+}  // namespace softnic::cxi

@@ -1,0 +1,47 @@
+// The packet format of the software Cassini, shared by every transport.
+//
+// A message starts with a kMsg packet carrying the header and the first payload bytes;
+// kData packets carry the rest of the eager part (and pulled rendezvous data). The
+// receiver answers with kDone (rendezvous finished, or the acknowledgement that
+// delivery/match-complete sends wait for) and asks for rendezvous data with kGetReq
+// when it cannot read the sender's memory directly.
+#pragma once
+
+#include <cstdint>
+
+namespace softnic::cxi {
+
+constexpr uint8_t kWireVersion = 1;
+
+enum class Pkt : uint8_t { kMsg = 1, kData = 2, kGetReq = 3, kDone = 4 };
+
+enum WireFlags : uint16_t {
+    kWTagged = 1 << 0,
+    kWCqData = 1 << 1,
+    kWAckReq = 1 << 2,  // sender waits for kDone (delivery / match complete)
+    kWRdzv = 1 << 3,    // bytes past eager_len are pulled by the receiver
+    kWWhole = 1 << 4,   // eager-rendezvous flavour: everything was sent with the header
+    kWPulled = 1 << 5,  // kData answering a kGetReq
+    kWTrunc = 1 << 6,   // kDone: the receiver truncated
+    kWError = 1 << 7,   // kDone: the receiver could not take the message
+};
+
+struct WireHdr {
+    uint8_t type;
+    uint8_t version;
+    uint16_t flags;
+    uint16_t vni;
+    uint16_t src_pid;
+    uint32_t src_nic;
+    uint32_t payload;    // bytes following this header in the packet
+    uint64_t msg_len;    // whole message
+    uint64_t eager_len;  // bytes that travel in kMsg/kData packets
+    uint64_t tag;
+    uint64_t cq_data;
+    uint64_t cookie;     // the sender's operation id, echoed back
+    uint64_t offset;     // kData: where the payload goes; kGetReq: first byte wanted
+    uint64_t rdzv_addr;  // sender's buffer, for single-copy pulls
+};
+static_assert(sizeof(WireHdr) == 72, "wire header layout");
+
+}  // namespace softnic::cxi

@@ -1,0 +1,113 @@
+#include "transport/shm/shm_transport.hpp"
+
+#include <signal.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace softnic::transport::shm {
+
+std::unique_ptr<ShmRxQueue> ShmRxQueue::create(const std::string &name, RingGeometry g,
+                                               int &err) {
+    std::unique_ptr<ShmRxQueue> q(new ShmRxQueue);
+    err = q->seg_.create(name, ring_bytes(g.cell_size, g.cell_count));
+    if (err) return nullptr;
+    auto *h = static_cast<RingHeader *>(q->seg_.addr());
+    h->magic = kRingMagic;
+    h->version = kRingVersion;
+    h->cell_size = g.cell_size;
+    h->cell_count = g.cell_count;
+    h->owner_pid = getpid();
+    h->enqueue_pos.store(0, std::memory_order_relaxed);
+    for (uint64_t i = 0; i < g.cell_count; i++) ring_cell(h, i)->seq.store(i);
+    h->state.store(kRingReady, std::memory_order_release);
+    q->ring_ = h;
+    return q;
+}
+
+ShmRxQueue::~ShmRxQueue() {
+    if (ring_) ring_->state.store(kRingClosed, std::memory_order_release);
+}
+
+size_t ShmRxQueue::poll(PacketSink &sink, size_t budget) {
+    size_t n = 0;
+    const uint32_t max_len = ring_->cell_size - kCellHeader;
+    for (; n < budget; n++) {
+        CellHeader *c = ring_cell(ring_, head_);
+        if (c->seq.load(std::memory_order_acquire) != head_ + 1) break;  // nothing published
+        uint32_t len = c->len;
+        const uint8_t *data = reinterpret_cast<const uint8_t *>(c) + kCellHeader;
+        // A peer's bytes: a bad length is dropped, never trusted.
+        if (len <= max_len && !sink.deliver(data, len)) break;
+        c->seq.store(head_ + ring_->cell_count, std::memory_order_release);
+        head_++;
+    }
+    return n;
+}
+
+std::unique_ptr<ShmLink> ShmLink::open(const std::string &name, int &err) {
+    std::unique_ptr<ShmLink> l(new ShmLink);
+    err = l->seg_.open(name);
+    if (err) return nullptr;
+    auto *h = static_cast<RingHeader *>(l->seg_.addr());
+    if (h->state.load(std::memory_order_acquire) != kRingReady || !ring_valid(h, l->seg_.size())) {
+        err = -ENOENT;
+        return nullptr;
+    }
+    l->ring_ = h;
+    l->owner_ = h->owner_pid;
+    return l;
+}
+
+bool ShmLink::send(const void *hdr, size_t hdr_len, const iovec *iov, size_t iovcnt, bool) {
+    RingHeader *h = ring_;
+    uint64_t pos = h->enqueue_pos.load(std::memory_order_relaxed);
+    CellHeader *c;
+    for (;;) {
+        c = ring_cell(h, pos);
+        uint64_t seq = c->seq.load(std::memory_order_acquire);
+        int64_t dif = int64_t(seq) - int64_t(pos);
+        if (dif == 0) {
+            if (h->enqueue_pos.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed))
+                break;
+        } else if (dif < 0) {
+            return false;  // full
+        } else {
+            pos = h->enqueue_pos.load(std::memory_order_relaxed);
+        }
+    }
+    uint8_t *dst = reinterpret_cast<uint8_t *>(c) + kCellHeader;
+    std::memcpy(dst, hdr, hdr_len);
+    size_t off = hdr_len;
+    for (size_t i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len) std::memcpy(dst + off, iov[i].iov_base, iov[i].iov_len);
+        off += iov[i].iov_len;
+    }
+    c->len = static_cast<uint32_t>(off);
+    c->seq.store(pos + 1, std::memory_order_release);
+    return true;
+}
+
+bool ShmLink::alive() { return ring_->state.load(std::memory_order_acquire) == kRingReady; }
+
+bool ShmLink::peer_dead() { return kill(owner_, 0) != 0 && errno == ESRCH; }
+
+ssize_t ShmLink::read(void *local, uint64_t remote_addr, size_t len) {
+    size_t done = 0;
+    while (done < len) {
+        iovec l{static_cast<uint8_t *>(local) + done, len - done};
+        iovec r{reinterpret_cast<void *>(remote_addr + done), len - done};
+        ssize_t n = process_vm_readv(owner_, &l, 1, &r, 1, 0);
+        if (n <= 0) {
+            int e = n < 0 ? errno : EIO;
+            if (e == EPERM || e == ENOSYS) cma_ok_ = false;  // fall back to the ring
+            return -e;
+        }
+        done += size_t(n);
+    }
+    return ssize_t(done);
+}
+
+}  // namespace softnic::transport::shm

@@ -1,0 +1,60 @@
+// The Transport interface: moving packets between endpoints.
+//
+// A transport carries packets (a protocol header plus payload, at most max_packet()
+// bytes) to a named receive queue, reliably and in order per sender. Protocols above
+// never ask which transport they use. Shared memory implements it now; the UDP
+// transport (with its reliability layer) implements the same interface.
+#pragma once
+
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace softnic::transport {
+
+// Single-copy access to a peer's memory (process_vm_readv within a host).
+class BulkReader {
+public:
+    virtual ~BulkReader() = default;
+    // Copy len bytes at the peer's remote_addr into local; -errno on failure.
+    virtual ssize_t read(void *local, uint64_t remote_addr, size_t len) = 0;
+};
+
+// A path to one remote receive queue.
+class Link {
+public:
+    virtual ~Link() = default;
+    virtual size_t max_packet() const = 0;
+    // Queue one packet: hdr followed by the payload iov. False when the peer's queue is
+    // full (the caller retries after progress). `more` hints that another packet follows.
+    virtual bool send(const void *hdr, size_t hdr_len, const iovec *iov, size_t iovcnt,
+                      bool more = false) = 0;
+    // Push out anything held back by `more` (the end of an FI_MORE batch).
+    virtual void flush() {}
+    // False once the receive queue was closed. Cheap: checked on every send.
+    virtual bool alive() = 0;
+    // True when the peer process is known to be gone. May cost a system call.
+    virtual bool peer_dead() = 0;
+    // Single-copy pull from the peer's address space, if this transport offers it.
+    virtual BulkReader *bulk() { return nullptr; }
+};
+
+// Where received packets go. Returning false leaves the packet queued and stops the
+// poll: back-pressure when the receiver has nowhere to put it yet.
+class PacketSink {
+public:
+    virtual ~PacketSink() = default;
+    virtual bool deliver(const uint8_t *pkt, size_t len) = 0;
+};
+
+// The local receive queue of one endpoint.
+class RxQueue {
+public:
+    virtual ~RxQueue() = default;
+    // Deliver up to `budget` packets to sink; returns how many were consumed.
+    virtual size_t poll(PacketSink &sink, size_t budget) = 0;
+};
+
+}  // namespace softnic::transport
