@@ -39,6 +39,7 @@ Context::~Context() {
     }
     for (int t = 0; t < 2; t++)
         for (RxMsg *m = unexpected_[t].head; m; m = m->next) free_ux(m->ux_buf, m->ux_cap);
+    for (uint8_t *p : small_ux_) std::free(p);
 }
 
 int Context::open(uint32_t pid) {
@@ -139,18 +140,26 @@ void Context::free_msg(RxMsg *m) {
 }
 
 // Unexpected payload is bounded by the overflow (or request) buffer space.
+// Small payloads (the common unexpected case) reuse fixed blocks: no allocation.
 uint8_t *Context::alloc_ux(size_t n) {
     if (!n) return nullptr;
     if (ux_bytes_ + n > env().unexpected_budget()) return nullptr;
-    auto *p = static_cast<uint8_t *>(std::malloc(n));
+    uint8_t *p;
+    if (n <= kSmallUx && !small_ux_.empty()) {
+        p = small_ux_.back();
+        small_ux_.pop_back();
+    } else {
+        p = static_cast<uint8_t *>(std::malloc(std::max(n, kSmallUx)));
+    }
     if (p) ux_bytes_ += n;
     return p;
 }
 
 void Context::free_ux(uint8_t *p, size_t n) {
     if (!p) return;
-    std::free(p);
     ux_bytes_ -= n;
+    if (n <= kSmallUx && small_ux_.size() < 1024) small_ux_.push_back(p);
+    else std::free(p);
 }
 
 }  // namespace softnic::cxi

@@ -163,6 +163,8 @@ private:
     List<RecvOp> held_recvs_;     // FI_MORE receives not yet handed over
     List<RxMsg> unexpected_[2];
     size_t ux_bytes_ = 0;
+    static constexpr size_t kSmallUx = 256;
+    std::vector<uint8_t *> small_ux_;  // free fixed-size blocks for small unexpected payloads
     struct InKey {
         uint64_t src, cookie;
         bool operator==(const InKey &o) const { return src == o.src && cookie == o.cookie; }

@@ -7,6 +7,7 @@
 #include "common/log.hpp"
 #include "cxi/context.hpp"
 #include "cxi/domain.hpp"
+#include "cxi/env.hpp"
 
 namespace softnic::cxi {
 namespace {
@@ -90,6 +91,8 @@ bool Context::on_msg(const WireHdr &h, const uint8_t *payload) {
         m->ux_cap = (h.flags & kWWhole) ? 0 : h.eager_len;  // eager rendezvous: keep the header
         m->ux_buf = alloc_ux(m->ux_cap);
         if (m->ux_cap && !m->ux_buf) {  // no room: leave it queued until receives drain space
+            if (!env().fc_recovery)
+                SN_WARN(FI_LOG_EP_DATA, "unexpected-message space is full: back-pressure\n");
             m->ux_cap = 0;
             free_msg(m);
             return false;

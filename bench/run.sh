@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# cxi vs libfabric's own shm provider, in the same run, on this host.
+#
+#   bench/run.sh [--quick]
+#
+# Runs fi_pingpong (Debian's libfabric-bin) for each provider at 8 bytes (latency) and
+# 1 MiB (bandwidth), and fabtests' fi_rdm_tagged_pingpong / fi_rdm_tagged_bw when they
+# are installed (FABTESTS_BIN, default /opt/fabtests/bin). Each point is the median of
+# REPEAT runs. Prints a markdown table with cxi/shm ratios (latency: lower is better,
+# bandwidth: higher is better).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -f build/lib/libcxi-fi.so ] || scripts/build.sh >/dev/null
+export FI_PROVIDER_PATH=$PWD/build/lib
+REPEAT=${REPEAT:-5}
+LAT_ITERS=${LAT_ITERS:-20000}
+BW_ITERS=${BW_ITERS:-2000}
+if [ "${1:-}" = "--quick" ]; then REPEAT=1; LAT_ITERS=2000; BW_ITERS=200; fi
+FABTESTS_BIN=${FABTESTS_BIN:-/opt/fabtests/bin}
+port=48100
+
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# One client/server pair; prints the client's last result line.
+pair() {
+    local prov=$1; shift
+    port=$((port + 1))
+    "$@" -p "$prov" -B $port >/dev/null 2>&1 &
+    local server=$!
+    sleep 0.3
+    local line
+    line=$("$@" -p "$prov" -P $port 127.0.0.1 2>/dev/null | tail -1) || true
+    wait $server 2>/dev/null || true
+    echo "$line"
+}
+
+# usec/xfer (column 7) or MB/sec (column 6) of fi_pingpong-style output.
+measure() {
+    local prov=$1 col=$2; shift 2
+    for _ in $(seq "$REPEAT"); do pair "$prov" "$@" | awk -v c="$col" '{print $c}'; done | median
+}
+
+row() {
+    local name=$1 col=$2 better=$3; shift 3
+    local c s
+    c=$(measure cxi "$col" "$@")
+    s=$(measure shm "$col" "$@")
+    local ratio
+    ratio=$(awk -v c="$c" -v s="$s" 'BEGIN { if (s > 0) printf "%.2f", c / s; else print "n/a" }')
+    printf '| %s | %s | %s | %s (%s) |\n' "$name" "$c" "$s" "$ratio" "$better"
+}
+
+echo "| measurement | cxi | shm | cxi/shm |"
+echo "|---|---|---|---|"
+row "fi_pingpong 8 B latency (usec/xfer)" 7 "lower is better" \
+    fi_pingpong -e rdm -S 8 -I "$LAT_ITERS"
+row "fi_pingpong 1 MiB bandwidth (MB/s)" 6 "higher is better" \
+    fi_pingpong -e rdm -S 1048576 -I "$BW_ITERS"
+if [ -x "$FABTESTS_BIN/fi_rdm_tagged_pingpong" ]; then
+    row "fi_rdm_tagged_pingpong 8 B latency (usec/xfer)" 7 "lower is better" \
+        "$FABTESTS_BIN/fi_rdm_tagged_pingpong" -S 8 -I "$LAT_ITERS"
+    row "fi_rdm_tagged_bw 1 MiB bandwidth (MB/s)" 6 "higher is better" \
+        "$FABTESTS_BIN/fi_rdm_tagged_bw" -S 1048576 -I "$BW_ITERS"
+fi

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Install what softnic needs on a fresh Debian 12 machine (run as root).
+set -euo pipefail
+packages=(
+    build-essential cmake pkg-config clang-format
+    libfabric-dev libfabric-bin        # the stock libfabric our plugins load into
+    libgtest-dev                       # the test suites
+    openmpi-bin libopenmpi-dev         # integration: Open MPI over the ofi MTL
+    iproute2 nftables procps           # multi-host tests in network namespaces
+)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Set up a fresh Debian 12 machine, build, and run every test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ "$(id -u)" = 0 ]; then scripts/setup-debian.sh; fi
+scripts/build.sh
+ctest --test-dir build --output-on-failure -j"${JOBS:-2}" --timeout 600
