@@ -52,13 +52,13 @@ int av_close(fid *f) {
 int Av::check_attr(const fi_av_attr &attr) {
     if (attr.type != FI_AV_UNSPEC && attr.type != FI_AV_MAP && attr.type != FI_AV_TABLE)
         SN_REJECT(-FI_EINVAL, FI_LOG_AV, "invalid AV type %d\n", attr.type);
-    if (attr.flags & (FI_EVENT | FI_READ))
-        SN_REJECT(-FI_EINVAL, FI_LOG_AV, "AV flags FI_EVENT/FI_READ are not supported\n");
-    if (attr.flags & ~(FI_SYMMETRIC | FI_AV_USER_ID))
+    if (attr.flags & FI_EVENT) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "FI_EVENT is not supported\n");
+    if ((attr.flags & FI_READ) && !attr.name)
+        SN_REJECT(-FI_EINVAL, FI_LOG_AV, "FI_READ opens a named AV: give attr.name\n");
+    if (attr.flags & ~(FI_SYMMETRIC | FI_AV_USER_ID | FI_READ))
         SN_REJECT(-FI_EINVAL, FI_LOG_AV, "unsupported AV flags 0x%lx\n", attr.flags);
     if (attr.rx_ctx_bits < 0 || attr.rx_ctx_bits > 4)
         SN_REJECT(-FI_EINVAL, FI_LOG_AV, "rx_ctx_bits %d outside 0..4\n", attr.rx_ctx_bits);
-    if (attr.name) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "named (shared) AVs are not supported\n");
     return 0;
 }
 
@@ -75,6 +75,40 @@ Av::Av(const fi_av_attr &attr, const AvAddressing &addressing, void *context)
 
 Av::~Av() = default;
 
+int Av::init(const fi_av_attr &attr) {
+    if (!attr.name) return 0;
+    SharedAvTable *t = nullptr;
+    read_only_ = attr.flags & FI_READ;
+    int ret = read_only_ ? SharedAvTable::open(attr.name, addressing_.addrlen, &t)
+                         : SharedAvTable::create(attr.name, addressing_.addrlen,
+                                                 std::max<size_t>(attr.count, 65536), &t);
+    if (ret) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "named AV %s: %s\n", attr.name, strerror(-ret));
+    shared_.reset(t);
+    if (read_only_) sync_shared();
+    return 0;
+}
+
+void Av::place_at(size_t i, const void *addr) {
+    while (i >= capacity_.load()) {
+        size_t c = capacity_.load() / kChunk;
+        chunks_[c].reset(new Entry[kChunk]);
+        capacity_.store((c + 1) * kChunk, std::memory_order_release);
+    }
+    Entry &e = slot(i);
+    std::memcpy(e.addr.data(), addr, addressing_.addrlen);
+    e.key = addressing_.key(addr);
+    e.refs = 1;
+    by_key_[e.key] = i;
+    next_ = std::max(next_, i + 1);
+}
+
+void Av::sync_shared() {
+    std::lock_guard<std::mutex> g(lock_);
+    std::array<uint8_t, kMaxAddrLen> a{};
+    for (size_t n = shared_->published(); synced_ < n && synced_ < shared_->capacity(); synced_++)
+        if (shared_->read(synced_, a.data())) place_at(synced_, a.data());
+}
+
 fi_addr_t Av::base_index(fi_addr_t a) const {
     return rx_ctx_bits_ ? (a & ((1ULL << (64 - rx_ctx_bits_)) - 1)) : a;
 }
@@ -85,6 +119,8 @@ unsigned Av::rx_index(fi_addr_t a) const {
 
 Av::Entry *Av::entry(fi_addr_t fi_addr) const {
     size_t i = base_index(fi_addr);
+    if (read_only_ && fi_addr != FI_ADDR_UNSPEC && i >= synced_)
+        const_cast<Av *>(this)->sync_shared();  // inserted by the creator since we looked
     if (fi_addr == FI_ADDR_UNSPEC || i >= capacity_.load(std::memory_order_acquire)) return nullptr;
     Entry &e = slot(i);
     return e.refs ? &e : nullptr;
@@ -133,6 +169,10 @@ fi_addr_t Av::insert_one(const void *addr, fi_addr_t user_id) {
     e.peer_cache.store(nullptr);
     e.refs = 1;
     by_key_[key] = i;
+    if (shared_) {
+        if (i >= shared_->capacity()) return FI_ADDR_NOTAVAIL;
+        shared_->publish(i, addr);
+    }
     return i;
 }
 
@@ -146,6 +186,7 @@ int Av::insert(const void *addr, size_t count, fi_addr_t *fi_addr, uint64_t flag
         SN_REJECT(-FI_EINVAL, FI_LOG_AV, "FI_AV_USER_ID cannot be used with FI_SYMMETRIC\n");
     if (user_ids && (flags_ & FI_AV_USER_ID))
         SN_REJECT(-FI_EINVAL, FI_LOG_AV, "AV already assigns user ids\n");
+    if (read_only_) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "AV was opened FI_READ (read-only)\n");
     std::lock_guard<std::mutex> g(lock_);
     int inserted = 0;
     auto *bytes = static_cast<const uint8_t *>(addr);
@@ -171,6 +212,7 @@ int Av::insertsvc(const char *node, const char *service, fi_addr_t *fi_addr, uin
 int Av::remove(fi_addr_t *fi_addr, size_t count, uint64_t flags) {
     if (count && !fi_addr) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "NULL fi_addr array\n");
     if (flags) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "remove flags must be 0\n");
+    if (read_only_) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "AV was opened FI_READ (read-only)\n");
     std::lock_guard<std::mutex> g(lock_);
     for (size_t n = 0; n < count; n++) {
         size_t i = base_index(fi_addr[n]);
@@ -183,6 +225,7 @@ int Av::remove(fi_addr_t *fi_addr, size_t count, uint64_t flags) {
         if (--e.refs == 0) {
             by_key_.erase(e.key);
             free_.push(i);
+            if (shared_) shared_->publish(i, nullptr);
         }
     }
     return 0;

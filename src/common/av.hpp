@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/fid.hpp"
+#include "common/shared_av.hpp"
 
 namespace softnic {
 
@@ -39,7 +40,9 @@ public:
     };
 
     static int check_attr(const fi_av_attr &attr);
+    // Named AVs (FI_SHARED_AV) may fail to open: check init() after construction.
     Av(const fi_av_attr &attr, const AvAddressing &addressing, void *context);
+    int init(const fi_av_attr &attr);
     virtual ~Av();
     Av(const Av &) = delete;
     Av &operator=(const Av &) = delete;
@@ -69,6 +72,9 @@ public:
 private:
     static constexpr size_t kChunk = 1024, kMaxChunks = 65536;
     fi_addr_t insert_one(const void *addr, fi_addr_t user_id);
+    void place_at(size_t i, const void *addr);
+    void sync_shared();  // a reader catches up with the creator's table
+    int open_shared(const fi_av_attr &attr);
     Entry &slot(size_t i) const { return chunks_[i / kChunk].get()[i % kChunk]; }
 
     Handle<fid_av, Av> handle_;
@@ -81,6 +87,9 @@ private:
     std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>> free_;
     size_t next_ = 0;
     std::unordered_map<uint64_t, size_t> by_key_;
+    std::unique_ptr<SharedAvTable> shared_;
+    bool read_only_ = false;
+    size_t synced_ = 0;
     RefCount refs_;
 };
 

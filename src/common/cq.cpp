@@ -73,8 +73,7 @@ int Cq::check_attr(const fi_cq_attr &attr) {
     }
     switch (attr.wait_obj) {
         case FI_WAIT_NONE:
-        case FI_WAIT_UNSPEC:
-        case FI_WAIT_YIELD: break;
+        case FI_WAIT_UNSPEC: break;
         default:
             SN_REJECT(-FI_ENOSYS, FI_LOG_CQ, "unsupported CQ wait object %d\n", attr.wait_obj);
     }

@@ -68,7 +68,13 @@ bool mr_mode_matches(const fi_info &o, const fi_info &h, uint32_t version) {
         return !rma || o.domain_attr->mr_mode == 0;
     }
     int need = o.domain_attr->mr_mode;
-    if (!(h.caps & (FI_RMA | FI_ATOMIC)) && h.caps) return true;  // MRs unused: any mode
+    if (!(h.caps & (FI_RMA | FI_ATOMIC)) && h.caps) {
+        // MRs carry no remote keys: any mode works, but an application that lists mode
+        // bits without FI_MR_PROV_KEY gets the client-key flavour.
+        if (want && (need & FI_MR_PROV_KEY) && !(want & FI_MR_PROV_KEY))
+            MISMATCH("hints want client keys\n");
+        return true;
+    }
     if ((want & need) != need) MISMATCH("mr_mode 0x%x lacks 0x%x\n", want, need & ~want);
     return true;
 }

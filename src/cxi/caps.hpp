@@ -24,7 +24,7 @@ constexpr size_t kMinMultiRecvMax = (1ULL << 24) - 1;
 constexpr uint64_t kPrimaryCaps = FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV |
                                   FI_NAMED_RX_CTX;
 constexpr uint64_t kSecondaryCaps = FI_SOURCE | FI_SOURCE_ERR | FI_LOCAL_COMM | FI_REMOTE_COMM |
-                                    FI_MULTI_RECV | FI_FENCE;
+                                    FI_MULTI_RECV | FI_FENCE | FI_SHARED_AV;
 constexpr uint64_t kCaps = kPrimaryCaps | kSecondaryCaps;
 constexpr uint64_t kTxCaps = FI_MSG | FI_TAGGED | FI_SEND | FI_FENCE | FI_LOCAL_COMM |
                              FI_REMOTE_COMM;

@@ -78,7 +78,16 @@ void Context::progress() {
         ctrl_backlog_.pop_front();
     }
     if (!pending_.empty() && !holding_more_) pump_pending();
+    if ((++progress_calls_ & 4095) == 0 && tx_outstanding_ > pending_count_) reap_dead_peers();
     lock_.unlock();
+}
+
+// Sends waiting for a kDone from a peer that went away complete with an error.
+void Context::reap_dead_peers() {
+    for (auto &op : tx_pool_) {
+        if (tx_by_cookie(op.cookie) != &op || op.pending || !op.link) continue;
+        if (!op.link->alive() || op.link->peer_dead()) fail_link(op.link);
+    }
 }
 
 bool Context::deliver(const uint8_t *pkt, size_t len) {

@@ -134,6 +134,7 @@ private:
     void fill_hdr(WireHdr &h, Pkt type, const SendArgs &a) const;
     uint64_t completion_level(uint64_t flags) const;
     void fail_link(transport::Link *link);
+    void reap_dead_peers();
 
     Domain &domain_;
     uint64_t caps_;
@@ -153,6 +154,8 @@ private:
     List<TxOp> pending_;  // FIFO of operations still to (fully) transmit
     size_t pending_count_ = 0;
     bool holding_more_ = false;
+    unsigned eagain_streak_ = 0;
+    unsigned progress_calls_ = 0;  // full-ring refusals in a row: check the peer is alive
 
     // Receive state.
     std::deque<RecvOp> recv_store_;

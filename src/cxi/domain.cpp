@@ -42,6 +42,11 @@ int av_open(fid_domain *d, fi_av_attr *attr, fid_av **av, void *context) {
     return guarded([&] {
         Av *a = new Av(*attr, kCxiAddressing, context);
         a->fid()->fid.ops = &av_fid_ops;
+        int r = a->init(*attr);
+        if (r) {
+            delete a;
+            return r;
+        }
         *av = a->fid();
         return 0;
     });

@@ -36,7 +36,7 @@ const ParamDef kParams[] = {
     {ParamDef::kBool, "msg_offload", "Message matching offload; 0 = software matching into "
                                      "request buffers."},
     {ParamDef::kSize, "req_buf_size", "Size of request buffers (software matching)."},
-    {ParamDef::kSize, "req_buf_count", "Number of request buffers (software matching)."},
+    {ParamDef::kInt, "req_buf_count", "Number of request buffers (software matching)."},
     {ParamDef::kInt, "fc_retry_usec_delay", "Microseconds before retrying a dropped flow-control "
                                             "message."},
     {ParamDef::kStr, "rx_match_mode", "Receive match mode: hardware, software or hybrid."},
@@ -79,7 +79,8 @@ void read_all(const fi_provider *p, Env &e) {
     get_size(p, "eq_ack_batch_size", e.eq_ack_batch_size);
     get_bool(p, "msg_offload", e.msg_offload);
     get_size(p, "req_buf_size", e.req_buf_size);
-    get_size(p, "req_buf_count", e.req_buf_count);
+    int req_bufs = int(e.req_buf_count);
+    if (get_int(p, "req_buf_count", req_bufs)) e.req_buf_count = req_bufs < 0 ? 0 : size_t(req_bufs);
     get_int(p, "fc_retry_usec_delay", e.fc_retry_usec_delay);
     get_str(p, "rx_match_mode", e.rx_match_mode);
     get_size(p, "default_cq_size", e.default_cq_size);

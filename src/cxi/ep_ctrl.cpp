@@ -112,6 +112,10 @@ int Endpoint::enable(EpView &v) {
         if ((v.side & kRx) && !v.ctx->rx_bind().cq)
             SN_REJECT(-FI_ENOCQ, FI_LOG_EP_CTRL, "no CQ bound to the RX context\n");
     }
+    if (scalable_ && (caps_ & (FI_MSG | FI_TAGGED)) && (caps_ & FI_DIRECTED_RECV) &&
+        !av_->symmetric())
+        SN_REJECT(-FI_ENOPROTOOPT, FI_LOG_EP_CTRL,
+                  "a scalable endpoint with FI_DIRECTED_RECV needs an FI_SYMMETRIC AV\n");
     if (!enabled_) {  // contexts may have been created unbound; bindings are kept
         int ret = open_pids();
         if (ret) return ret;

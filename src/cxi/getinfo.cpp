@@ -9,6 +9,7 @@
 #include "cxi/caps.hpp"
 #include "cxi/env.hpp"
 #include "cxi/nic.hpp"
+#include "cxi/nic_info.hpp"
 
 namespace softnic::cxi {
 namespace {
@@ -66,6 +67,7 @@ fi_info *offer(const SoftNic &nic, bool prov_key) {
     d.caps = kDomainCaps;
     i->fabric_attr->name = strdup("cxi");
     i->fabric_attr->prov_version = kProviderVersion;
+    i->nic = make_nic_info(nic, static_cast<unsigned>(env().default_vni));
     return i;
 }
 

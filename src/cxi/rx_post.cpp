@@ -26,6 +26,15 @@ RecvOp make_recv(const RecvArgs &a) {
 
 ssize_t Context::recv(const RecvArgs &a) {
     SpinGuard g(lock_);
+    if (a.flags & FI_CLAIM) {  // the message a PEEK|CLAIM reserved for this context
+        RxMsg *m = unexpected_[a.tagged].head;
+        while (m && !(m->claimed && m->claim_ctx == a.context)) m = m->next;
+        if (!m) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_CLAIM: nothing claimed by this context\n");
+        RecvOp *op = alloc_recv();
+        *op = make_recv(a);
+        take_unexpected(m, op);
+        return 0;
+    }
     RecvOp *op = alloc_recv();
     *op = make_recv(a);
     if (a.flags & FI_MORE) {  // held until an operation without FI_MORE arrives
@@ -40,13 +49,6 @@ ssize_t Context::recv(const RecvArgs &a) {
 void Context::post_held_recvs() {
     while (RecvOp *op = held_recvs_.head) {
         held_recvs_.remove(op);
-        if (op->flags & FI_CLAIM) {  // the message a PEEK|CLAIM reserved for this context
-            RxMsg *m = unexpected_[op->tagged].head;
-            while (m && !(m->claimed && m->claim_ctx == op->context)) m = m->next;
-            if (m) take_unexpected(m, op);
-            else release_recv(op);
-            continue;
-        }
         if (op->flags & FI_MULTI_RECV) {
             posted_[0].push_back(op);
             RecvArgs probe{op->buf, op->len, op->src, 0, 0, op->context, op->flags, false};

@@ -50,6 +50,8 @@ uint64_t Context::completion_level(uint64_t flags) const {
     return lv & FI_MATCH_COMPLETE ? FI_MATCH_COMPLETE : FI_DELIVERY_COMPLETE;
 }
 
+// The common case: one packet straight into the peer's ring. err = -FI_EAGAIN when the
+// message would have gone this way but the ring is full.
 bool Context::try_fast_send(const SendArgs &a, transport::Link *link, int &err) {
     err = 0;
     if (!pending_.empty() || (a.flags & FI_MORE) || a.len > env().eager_max()) return false;
@@ -59,7 +61,10 @@ bool Context::try_fast_send(const SendArgs &a, transport::Link *link, int &err) 
     fill_hdr(h, Pkt::kMsg, a);
     h.payload = static_cast<uint32_t>(a.len);
     iovec iov{const_cast<void *>(a.buf), a.len};
-    if (!link->send(&h, sizeof(h), &iov, a.len ? 1 : 0)) return false;
+    if (!link->send(&h, sizeof(h), &iov, a.len ? 1 : 0)) {
+        err = -FI_EAGAIN;
+        return false;
+    }
     domain_.count(C_CNTR_IXE_RX_PTL_UNRESTRICTED_PKT);
     complete_send(a, 0, 0);
     return true;
@@ -75,7 +80,14 @@ ssize_t Context::send(const SendArgs &a) {
         complete_send(a, FI_EIO, C_RC_PTLTE_NOT_FOUND);  // nobody at that address
         return 0;
     }
-    if (try_fast_send(a, link, err)) return 0;
+    if (try_fast_send(a, link, err)) {
+        eagain_streak_ = 0;
+        return 0;
+    }
+    if (err == -FI_EAGAIN) {  // the caller progresses and retries, as with a full NIC queue
+        if ((++eagain_streak_ & 1023) == 0 && link->peer_dead()) fail_link(link);
+        return -FI_EAGAIN;
+    }
     TxOp *op = alloc_tx();
     if (!op) return -FI_EAGAIN;
     op->a = a;

@@ -14,17 +14,19 @@ namespace {
 
 bool process_alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
 
-// A segment left behind by a process that died can be reclaimed.
+// A segment left behind by a process that died can be reclaimed. It is marked closed
+// first, so that senders still mapping it notice and look the name up again.
 bool stale(const std::string &name) {
-    int fd = shm_open(name.c_str(), O_RDONLY, 0);
+    int fd = shm_open(name.c_str(), O_RDWR, 0);
     if (fd < 0) return errno == ENOENT;
     struct stat st {};
     bool dead = false;
     if (fstat(fd, &st) == 0 && size_t(st.st_size) >= sizeof(RingHeader)) {
-        void *p = mmap(nullptr, sizeof(RingHeader), PROT_READ, MAP_SHARED, fd, 0);
+        void *p = mmap(nullptr, sizeof(RingHeader), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (p != MAP_FAILED) {
             auto *h = static_cast<RingHeader *>(p);
             dead = h->magic == kRingMagic && !process_alive(h->owner_pid);
+            if (dead) h->state.store(kRingClosed, std::memory_order_release);
             munmap(p, sizeof(RingHeader));
         }
     }

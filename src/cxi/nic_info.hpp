@@ -1,0 +1,13 @@
+// info->nic for a soft NIC: device, link and the cxip_nic_attr provider attributes.
+#pragma once
+
+#include <rdma/fabric.h>
+
+#include "cxi/nic.hpp"
+
+namespace softnic::cxi {
+
+// A heap-allocated fid_nic that fi_dupinfo (FI_DUP) and fi_freeinfo (close) handle.
+fid_nic *make_nic_info(const SoftNic &nic, unsigned default_vni);
+
+}  // namespace softnic::cxi
