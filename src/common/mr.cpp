@@ -90,6 +90,7 @@ Mr::Mr(MrTable &table, const fi_mr_attr &attr, uint64_t flags)
 
 Mr::~Mr() {
     if (keyed_) table_.release(handle_.fid.key);
+    if (ep_refs_) ep_refs_->put();
 }
 
 int Mr::publish() {
@@ -107,6 +108,10 @@ int Mr::bind(struct fid *bfid, uint64_t flags) {
     switch (bfid->fclass) {
         case FI_CLASS_EP:
             if (bound_ep_) SN_REJECT(-FI_EINVAL, FI_LOG_MR, "MR already bound to an EP\n");
+            if (table_.bind_endpoint) {
+                int ret = table_.bind_endpoint(bfid, &ep_refs_);
+                if (ret) return ret;
+            }
             bound_ep_ = bfid;
             return 0;
         case FI_CLASS_CNTR:

@@ -4,6 +4,7 @@
 
 #include <rdma/fi_domain.h>
 
+#include <functional>
 #include <mutex>
 #include <unordered_map>
 
@@ -25,6 +26,10 @@ public:
     int assign(Mr *mr, uint64_t requested, uint64_t &key);
     void release(uint64_t key);
     Mr *find(uint64_t key);
+
+    // The provider's check of an fi_mr_bind to an endpoint: 0 and the endpoint's
+    // reference count (held while bound), or a -FI_E* code.
+    std::function<int(struct fid *ep, RefCount **refs)> bind_endpoint;
 
 private:
     bool prov_keys_, endpoint_mode_;
@@ -62,6 +67,7 @@ private:
     size_t len_;
     uint64_t access_, flags_, requested_key_;
     struct fid *bound_ep_ = nullptr;
+    RefCount *ep_refs_ = nullptr;
     struct fid *bound_cntr_ = nullptr;
     bool enabled_ = false, keyed_ = false;
     RefCount refs_;

@@ -162,6 +162,16 @@ Domain::Domain(Fabric &fabric, const fi_info &info, const SoftNic &nic, void *co
     handle_.fid.fid.ops = &domain_fid_ops;
     handle_.fid.ops = &domain_ops;
     handle_.fid.mr = &mr_ops;
+    mrs_.bind_endpoint = [this](struct fid *ep, RefCount **refs) {
+        if (ep->fclass != FI_CLASS_EP)
+            SN_REJECT(-FI_EINVAL, FI_LOG_MR, "MRs bind to plain endpoints\n");
+        Endpoint &e = *owner_of_fid<EpView, fid_ep>(ep)->ep;
+        if (&e.domain() != this) SN_REJECT(-FI_EINVAL, FI_LOG_MR, "endpoint of another domain\n");
+        if (!e.enabled()) SN_REJECT(-FI_EINVAL, FI_LOG_MR, "endpoint is not enabled\n");
+        e.refs().get();
+        *refs = &e.refs();
+        return 0;
+    };
     fabric_.refs().get();
 }
 

@@ -52,6 +52,7 @@ public:
     int getname(EpView &v, void *addr, size_t *len);
     int open_context(unsigned side, int index, fid_ep **out, void *context);
     int close_view(EpView &v);
+    RefCount &refs() { return refs_; }
 
 private:
     int open_pids();

@@ -1,0 +1,114 @@
+// gtest fixtures for the cxi conformance suite.
+//
+//  * CxiTest: one fabric per test, domains opened on demand, endpoints built
+//    from EpOptions (see common.hpp). Helpers fail the test through the cxit
+//    failure handler, which records a gtest failure and aborts the test.
+//  * TransportTest: parameterized by transport. Endpoint "a" lives on cxi0
+//    and endpoint "b" on the transport's peer domain.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+#include "common.hpp"
+
+namespace cxit {
+
+// Predicate-formatter for libfabric return codes: prints both codes with
+// fi_strerror text. Use through EXPECT_RC / ASSERT_RC (which accept <<).
+template <typename E, typename A>
+::testing::AssertionResult rc_eq(const char *expected_text, const char *actual_text, E expected,
+                                 A actual) {
+    const long e = static_cast<long>(expected), a = static_cast<long>(actual);
+    if (e == a) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << actual_text << " returned " << rc_str(a)
+                                         << ", expected " << expected_text << " = " << rc_str(e);
+}
+
+// Thrown (after the gtest failure was recorded) to abort the current test.
+struct TestAbort : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// Installs the gtest failure handler; called from main().
+void install_gtest_handler();
+
+struct TransportParam {
+    const char *name;         // transport under test ("shm", later "udp")
+    const char *peer_domain;  // domain of endpoint "b"
+};
+
+std::string transport_name(const ::testing::TestParamInfo<TransportParam> &info);
+void PrintTo(const TransportParam &p, std::ostream *os);
+
+// Two connected endpoints: a2b is b's address in a's AV and vice versa.
+struct Pair {
+    EndpointPtr a;
+    EndpointPtr b;
+    fi_addr_t a2b = FI_ADDR_NOTAVAIL;
+    fi_addr_t b2a = FI_ADDR_NOTAVAIL;
+};
+
+// Endpoint pieces opened but not bound, for tests of bind/enable rules.
+struct RawEp {
+    InfoPtr info;
+    Fid<fid_av> av;
+    Fid<fid_cq> cq;   // FI_CQ_FORMAT_TAGGED, FI_WAIT_NONE
+    Fid<fid_cq> cq2;  // a second CQ of the same kind
+    Fid<fid_ep> ep;
+};
+
+class CxiTest : public ::testing::Test {
+protected:
+    // Opens an AV, two CQs and an endpoint on `domain`; binds nothing.
+    RawEp raw_ep(const char *domain_name, const EpOptions &o = {}, const Loc &loc = Loc::current());
+    Session &session() { return session_; }
+    EndpointPtr make_ep(const char *domain, const EpOptions &o = {},
+                        const Loc &loc = Loc::current());
+    fid_domain *domain(const char *name, const EpOptions &o = {}, const Loc &loc = Loc::current());
+    fid_fabric *fabric();
+    // Endpoint bound (FI_SOURCE node/service) to a specific PID: tries a
+    // few candidates (other tests or processes may hold one) and returns the
+    // enabled endpoint and its PID.
+    EndpointPtr make_ep_at_pid(const char *domain, EpOptions o, uint32_t &pid,
+                               const Loc &loc = Loc::current());
+    // Candidate PIDs for client-chosen addresses, spread by process id.
+    static std::vector<uint32_t> candidate_pids(uint32_t span = 1);
+    // Self-connected endpoint: returns its own fi_addr in `self`.
+    EndpointPtr make_self(const char *domain, fi_addr_t &self, const EpOptions &o = {},
+                          const Loc &loc = Loc::current());
+    // Inserts each endpoint's name into the other's AV.
+    static void connect(Pair &p);
+
+private:
+    Session session_;
+};
+
+class TransportTest : public CxiTest, public ::testing::WithParamInterface<TransportParam> {
+protected:
+    const char *peer_domain() const { return GetParam().peer_domain; }
+    Pair make_pair(const EpOptions &oa = {}, const EpOptions &ob = {},
+                   const Loc &loc = Loc::current());
+};
+
+// Runs `fn` and converts a TestAbort into a recorded failure; for use as the
+// body of std::jthread in multi-threaded tests.
+void guarded(const std::function<void()> &fn);
+
+}  // namespace cxit
+
+#define EXPECT_RC(expected, expr) EXPECT_PRED_FORMAT2(::cxit::rc_eq, expected, expr)
+#define ASSERT_RC(expected, expr) ASSERT_PRED_FORMAT2(::cxit::rc_eq, expected, expr)
+#define EXPECT_OK(expr) EXPECT_RC(0, expr)
+#define ASSERT_OK(expr) ASSERT_RC(0, expr)
+
+// The one place listing the transports. The UDP round adds one line:
+//   CXIT_INSTANTIATE_ONE(suite, udp, "cxi1")
+#define CXIT_INSTANTIATE_ONE(suite, tname, peer)                                            \
+    INSTANTIATE_TEST_SUITE_P(tname, suite,                                                  \
+                             ::testing::Values(::cxit::TransportParam{#tname, peer}),       \
+                             ::cxit::transport_name)
+#define CXIT_INSTANTIATE_TRANSPORTS(suite) CXIT_INSTANTIATE_ONE(suite, shm, "cxi0")

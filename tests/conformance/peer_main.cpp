@@ -1,0 +1,180 @@
+// cxi_peer: the other process of the cross-process conformance tests.
+//
+//   cxi_peer <socket-fd> <mode> <domain> [mode args...]
+//
+// Every mode opens one endpoint on <domain>, sends its fi_getname() address
+// over the socket, receives the test's address and inserts it into its AV
+// (except "shared_av", which only uses the AV the test created). The exit
+// code is 0 when every check passed; diagnostics go to stderr.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "common.hpp"
+#include "peer_proto.hpp"
+
+using namespace cxit;
+
+namespace {
+
+bool g_failed = false;
+
+void peer_handler(const std::string &msg, const char *file, int line, bool fatal) {
+    std::fprintf(stderr, "cxi_peer[%d]: %s:%d: %s\n", static_cast<int>(getpid()), file, line,
+                 msg.c_str());
+    std::fflush(stderr);
+    g_failed = true;
+    if (fatal) _exit(3);
+}
+
+struct Ctx {
+    int fd;
+    const char *domain;
+    Session session;
+};
+
+fi_addr_t exchange(Endpoint &ep, int fd) {
+    proc::send_blob(fd, ep.name());
+    std::vector<uint8_t> theirs = proc::recv_blob(fd);
+    return ep.insert(theirs);
+}
+
+// For each size: post the receive, tell the test, check the data, echo it.
+int run_pingpong(Ctx &c) {
+    EndpointPtr ep = c.session.endpoint(c.domain, EpOptions{});
+    fi_addr_t peer = exchange(*ep, c.fd);
+    std::vector<size_t> sizes = pingpong_sizes();
+    std::vector<uint8_t> buf(sizes.back());
+    for (size_t i = 0; i < sizes.size(); i++) {
+        const size_t len = sizes[i];
+        std::memset(buf.data(), 0, len);
+        int rctx = 0, sctx = 0;
+        post([&] { return fi_trecv(ep->ep(), buf.data(), len, nullptr, peer, i, 0, &rctx); },
+             "fi_trecv");
+        proc::send_str(c.fd, "R");
+        Comp rc = wait_comp(ep->rx(), &rctx, "pingpong receive");
+        CXIT_REQUIRE(rc.e.len == len, "received length " + std::to_string(rc.e.len) + " for " +
+                                          std::to_string(len));
+        CXIT_REQUIRE(rc.e.tag == i, "tag mismatch");
+        size_t bad = mismatch(buf.data(), len, static_cast<uint32_t>(len));
+        CXIT_REQUIRE(bad == SIZE_MAX, "payload of size " + std::to_string(len) +
+                                          " differs at offset " + std::to_string(bad));
+        post([&] { return fi_tsend(ep->ep(), buf.data(), len, nullptr, peer, i, &sctx); },
+             "fi_tsend");
+        wait_comp(ep->tx(), &sctx, "pingpong echo send");
+    }
+    proc::send_str(c.fd, "DONE");
+    proc::expect_str(c.fd, "BYE");
+    return g_failed ? 1 : 0;
+}
+
+// Sends a burst (tagged and untagged, eager and rendezvous) before the test
+// posts any receive, then waits for all send completions.
+int run_unexpected(Ctx &c) {
+    EndpointPtr ep = c.session.endpoint(c.domain, EpOptions{});
+    fi_addr_t peer = exchange(*ep, c.fd);
+    const std::vector<size_t> sizes = proc::unexpected_sizes();
+    std::vector<std::vector<uint8_t>> bufs;
+    std::vector<int> ctxs(sizes.size());
+    for (size_t i = 0; i < sizes.size(); i++)
+        bufs.push_back(pattern(sizes[i], static_cast<uint32_t>(1000 + i)));
+    for (size_t i = 0; i < sizes.size(); i++) {
+        void *b = bufs[i].data();
+        size_t len = sizes[i];
+        if (i % 2 == 0)
+            post([&] { return fi_tsend(ep->ep(), b, len, nullptr, peer, 100 + i, &ctxs[i]); },
+                 "fi_tsend");
+        else
+            post([&] { return fi_send(ep->ep(), b, len, nullptr, peer, &ctxs[i]); }, "fi_send");
+    }
+    proc::send_str(c.fd, "S");
+    for (size_t i = 0; i < sizes.size(); i++) wait_comp(ep->tx(), &ctxs[i], "unexpected send");
+    proc::send_str(c.fd, "D");
+    proc::expect_str(c.fd, "BYE");
+    return g_failed ? 1 : 0;
+}
+
+// Opens the test's named AV read-only, checks every entry, then sends two
+// messages to the entry the test named as its own address.
+int run_shared_av(Ctx &c, const char *av_name) {
+    EpOptions o;
+    o.av_name = av_name;
+    o.av_flags = FI_READ;
+    EndpointPtr ep = c.session.endpoint(c.domain, o);
+    proc::send_blob(c.fd, ep->name());
+    std::vector<uint8_t> table = proc::recv_blob(c.fd);
+    const fi_addr_t target = std::stoull(proc::recv_str(c.fd));
+    CXIT_REQUIRE(table.size() % kAddrLen == 0 && !table.empty(), "bad address table");
+    for (size_t i = 0; i < table.size() / kAddrLen; i++) {
+        uint8_t got[64] = {};
+        size_t len = sizeof(got);
+        CXIT_CHECK(fi_av_lookup(ep->av(), i, got, &len));
+        CXIT_REQUIRE(len == kAddrLen, "lookup length " + std::to_string(len));
+        CXIT_REQUIRE(std::memcmp(got, &table[i * kAddrLen], kAddrLen) == 0,
+                     "shared AV entry " + std::to_string(i) + " differs");
+    }
+    std::vector<uint8_t> small = pattern(1000, 4242), big = pattern(kRdzvSize, 4343);
+    int c1 = 0, c2 = 0;
+    post([&] { return fi_send(ep->ep(), small.data(), small.size(), nullptr, target, &c1); },
+         "fi_send small");
+    post([&] { return fi_send(ep->ep(), big.data(), big.size(), nullptr, target, &c2); },
+         "fi_send big");
+    wait_comp(ep->tx(), &c1, "shared-AV small send");
+    wait_comp(ep->tx(), &c2, "shared-AV rendezvous send");
+    proc::send_str(c.fd, "D");
+    proc::expect_str(c.fd, "BYE");
+    return g_failed ? 1 : 0;
+}
+
+// Echoes every tagged message back with the same tag until killed or until
+// the test sends nothing for the whole deadline.
+int run_echo(Ctx &c) {
+    EndpointPtr ep = c.session.endpoint(c.domain, EpOptions{});
+    fi_addr_t peer = exchange(*ep, c.fd);
+    std::vector<uint8_t> buf(4u << 20);
+    proc::send_str(c.fd, "R");
+    for (;;) {
+        int rctx = 0, sctx = 0;
+        post([&] {
+            return fi_trecv(ep->ep(), buf.data(), buf.size(), nullptr, FI_ADDR_UNSPEC, 0,
+                            kMaxTag, &rctx);
+        },
+             "fi_trecv");
+        Comp rc = wait_comp(ep->rx(), &rctx, "echo receive");
+        const size_t len = rc.e.len;
+        const uint64_t tag = rc.e.tag;
+        post([&] { return fi_tsend(ep->ep(), buf.data(), len, nullptr, peer, tag, &sctx); },
+             "fi_tsend");
+        wait_comp(ep->tx(), &sctx, "echo send");
+    }
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    signal(SIGPIPE, SIG_IGN);
+    set_fail_handler(peer_handler);
+    if (argc < 4) {
+        std::fprintf(stderr, "usage: %s <fd> <mode> <domain> [args]\n", argv[0]);
+        return 2;
+    }
+    Ctx c{std::atoi(argv[1]), argv[3], {}};
+    const std::string mode = argv[2];
+    int rc = 2;
+    if (mode == "pingpong") {
+        rc = run_pingpong(c);
+    } else if (mode == "unexpected") {
+        rc = run_unexpected(c);
+    } else if (mode == "shared_av" && argc >= 5) {
+        rc = run_shared_av(c, argv[4]);
+    } else if (mode == "echo") {
+        rc = run_echo(c);
+    } else {
+        std::fprintf(stderr, "cxi_peer: unknown mode '%s'\n", mode.c_str());
+    }
+    return rc;
+}

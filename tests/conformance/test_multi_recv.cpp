@@ -1,0 +1,205 @@
+// FI_MULTI_RECV (spec §5.7): one posted buffer absorbs many messages packed
+// back to back; each message has its own completion pointing into the
+// buffer; exactly one completion (the last) carries FI_MULTI_RECV; the buffer
+// is released when less than FI_OPT_MIN_MULTI_RECV bytes remain.
+#include <cstring>
+
+#include "fixture.hpp"
+
+using namespace cxit;
+
+namespace {
+
+class MultiRecvTest : public TransportTest {
+protected:
+    void SetUp() override { p_ = make_pair(); }
+
+    void set_min(Endpoint &e, size_t v) {
+        CXIT_CHECK(fi_setopt(&e.ep()->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &v, sizeof(v)));
+    }
+    void post_multi(Endpoint &e, void *buf, size_t len, void *ctx, uint64_t flags = FI_COMPLETION) {
+        iovec iov{buf, len};
+        fi_msg msg{&iov, nullptr, 1, FI_ADDR_UNSPEC, ctx, 0};
+        post([&] { return fi_recvmsg(e.ep(), &msg, flags | FI_MULTI_RECV); }, "fi_recvmsg");
+    }
+    // Sends messages of the given lengths (pattern seed = index) a -> b.
+    std::vector<std::vector<uint8_t>> send_all(const std::vector<size_t> &lens,
+                                               uint32_t seed0 = 0) {
+        std::vector<std::vector<uint8_t>> out;
+        std::vector<int> ctx(lens.size());
+        for (size_t i = 0; i < lens.size(); i++) {
+            out.push_back(pattern(lens[i], seed0 + static_cast<uint32_t>(i)));
+            void *b = out.back().data();
+            post([&] { return fi_send(p_.a->ep(), b, lens[i], nullptr, p_.a2b, &ctx[i]); },
+                 "fi_send");
+        }
+        for (size_t i = 0; i < lens.size(); i++) wait_comp(p_.a->tx(), &ctx[i], "send");
+        return out;
+    }
+    // Collects `n` completions of the multi-receive `ctx` and checks that
+    // they are packed in order, with FI_MULTI_RECV only on the last when
+    // `released`.
+    void expect_packed(const std::vector<size_t> &lens, uint8_t *base, void *ctx, bool released,
+                       uint32_t seed0 = 0) {
+        size_t off = 0;
+        for (size_t i = 0; i < lens.size(); i++) {
+            Comp c = wait_comp(p_.b->rx(), ctx, "multi-recv completion " + std::to_string(i));
+            EXPECT_EQ(base + off, c.e.buf) << "message " << i;
+            EXPECT_EQ(lens[i], c.e.len) << "message " << i;
+            const bool last = released && i + 1 == lens.size();
+            EXPECT_EQ(FI_MSG | FI_RECV | (last ? FI_MULTI_RECV : 0), c.e.flags) << "message " << i;
+            EXPECT_EQ(SIZE_MAX, mismatch(base + off, lens[i], seed0 + static_cast<uint32_t>(i)))
+                << "message " << i;
+            off += lens[i];
+        }
+    }
+    Pair p_;
+};
+
+TEST_P(MultiRecvTest, PacksMessagesAndReleasesWhenFull) {
+    const std::vector<size_t> lens(128, 200);
+    std::vector<uint8_t> buf(128 * 200);
+    int ctx = 0;
+    post_multi(*p_.b, buf.data(), buf.size(), &ctx);
+    send_all(lens);
+    expect_packed(lens, buf.data(), &ctx, true);
+    expect_quiet(p_.b->rx(), "after the buffer was released");
+}
+
+TEST_P(MultiRecvTest, ManyTinyMessagesWithMatchingMinimum) {
+    const std::vector<size_t> lens(1024, 20);
+    std::vector<uint8_t> buf(1024 * 20);
+    set_min(*p_.b, 20);
+    int ctx = 0;
+    post_multi(*p_.b, buf.data(), buf.size(), &ctx);
+    send_all(lens);
+    expect_packed(lens, buf.data(), &ctx, true);
+}
+
+TEST_P(MultiRecvTest, MinimumFreeSpaceReleasesBufferEarly) {
+    std::vector<uint8_t> buf(1000);
+    set_min(*p_.b, 300);
+    int ctx = 0, rctx = 0;
+    post_multi(*p_.b, buf.data(), buf.size(), &ctx);
+    std::vector<uint8_t> next(300, 0);
+    post([&] { return fi_recv(p_.b->ep(), next.data(), next.size(), nullptr, FI_ADDR_UNSPEC, &rctx); },
+         "fi_recv");
+    // 3 x 250: 250 bytes remain after the third, below the 300 minimum.
+    send_all({250, 250, 250, 250});
+    expect_packed({250, 250, 250}, buf.data(), &ctx, true);
+    Comp c = wait_comp(p_.b->rx(), &rctx, "receive after the multi-recv was released");
+    EXPECT_EQ(250u, c.e.len);
+    EXPECT_EQ(SIZE_MAX, mismatch(next.data(), 250, 3));
+}
+
+TEST_P(MultiRecvTest, DefaultMinimumIs64Bytes) {
+    std::vector<uint8_t> buf(1000);
+    int ctx = 0, rctx = 0;
+    post_multi(*p_.b, buf.data(), buf.size(), &ctx);
+    std::vector<uint8_t> next(64, 0);
+    post([&] { return fi_recv(p_.b->ep(), next.data(), next.size(), nullptr, FI_ADDR_UNSPEC, &rctx); },
+         "fi_recv");
+    // 872 + 64 = 936: 64 bytes left keep the buffer; 1 more byte releases it.
+    send_all({872, 64, 1, 2});
+    expect_packed({872, 64, 1}, buf.data(), &ctx, true);
+    EXPECT_EQ(2u, wait_comp(p_.b->rx(), &rctx, "next receive").e.len);
+}
+
+TEST_P(MultiRecvTest, LastMessageThatDoesNotFitIsTruncated) {
+    std::vector<uint8_t> buf(1024);
+    int ctx = 0;
+    post_multi(*p_.b, buf.data(), buf.size(), &ctx);
+    send_all({600, 600});
+    expect_packed({600}, buf.data(), &ctx, false);
+    ErrComp e = wait_err(p_.b->rx(), &ctx, "truncated multi-recv completion");
+    EXPECT_EQ(FI_ETRUNC, e.e.err);
+    EXPECT_EQ(424u, e.e.len) << "len = space that was left";
+    EXPECT_EQ(176u, e.e.olen);
+    EXPECT_EQ(buf.data() + 600, e.e.buf) << "buf = current position";
+    EXPECT_EQ(FI_MULTI_RECV, e.e.flags & FI_MULTI_RECV) << "the last completion releases";
+    EXPECT_EQ(SIZE_MAX, mismatch(buf.data() + 600, 424, 1));
+}
+
+TEST_P(MultiRecvTest, RendezvousMessagesArePacked) {
+    const std::vector<size_t> lens{kRdzvSize, kRdzvSize + 1, 300, kRdzvSize, 60};
+    size_t total = 0;
+    for (size_t l : lens) total += l;
+    std::vector<uint8_t> buf(total + 40);  // 40 < 64 left after the last message
+    int ctx = 0;
+    post_multi(*p_.b, buf.data(), buf.size(), &ctx);
+    send_all(lens);
+    expect_packed(lens, buf.data(), &ctx, true);
+}
+
+TEST_P(MultiRecvTest, UnexpectedMessagesLandInLaterBuffer) {
+    const std::vector<size_t> lens{100, 1, 0, 192, 4000};
+    std::vector<std::vector<uint8_t>> out;
+    std::vector<int> sctx(lens.size());
+    for (size_t i = 0; i < lens.size(); i++) {
+        out.push_back(pattern(lens[i], static_cast<uint32_t>(i)));
+        void *b = out.back().data();
+        post([&] { return fi_send(p_.a->ep(), b, lens[i], nullptr, p_.a2b, &sctx[i]); },
+             "fi_send");
+    }
+    progress_for(std::chrono::milliseconds(5));
+    std::vector<uint8_t> buf(8192);
+    int ctx = 0;
+    post_multi(*p_.b, buf.data(), buf.size(), &ctx);
+    expect_packed(lens, buf.data(), &ctx, false);
+    for (size_t i = 0; i < lens.size(); i++) wait_comp(p_.a->tx(), &sctx[i], "send");
+    ASSERT_OK(fi_cancel(&p_.b->ep()->fid, &ctx));
+    ErrComp e = wait_err(p_.b->rx(), &ctx, "cancel of the partly used buffer");
+    EXPECT_EQ(FI_ECANCELED, e.e.err);
+    EXPECT_EQ(FI_MULTI_RECV, e.e.flags & FI_MULTI_RECV);
+}
+
+TEST_P(MultiRecvTest, CancelUnusedBufferReportsMultiRecv) {
+    std::vector<uint8_t> buf(4096);
+    int ctx = 0;
+    post_multi(*p_.b, buf.data(), buf.size(), &ctx);
+    ASSERT_OK(fi_cancel(&p_.b->ep()->fid, &ctx));
+    ErrComp e = wait_err(p_.b->rx(), &ctx, "cancelled multi-recv");
+    EXPECT_EQ(FI_ECANCELED, e.e.err);
+    EXPECT_EQ(&ctx, e.e.op_context);
+    EXPECT_EQ(FI_MULTI_RECV, e.e.flags & FI_MULTI_RECV);
+    EXPECT_RC(-FI_ENOENT, fi_cancel(&p_.b->ep()->fid, &ctx)) << "already cancelled";
+}
+
+TEST_P(MultiRecvTest, TaggedReceiveIgnoresMultiRecvFlag) {
+    std::vector<uint8_t> buf(1000), second(100);
+    int ctx = 0, ctx2 = 0;
+    iovec iov{buf.data(), buf.size()};
+    fi_msg_tagged msg{&iov, nullptr, 1, FI_ADDR_UNSPEC, 9, 0, &ctx, 0};
+    ASSERT_OK(fi_trecvmsg(p_.b->ep(), &msg, FI_COMPLETION | FI_MULTI_RECV));
+    ASSERT_OK(fi_tinject(p_.a->ep(), "one", 4, p_.a2b, 9));
+    ASSERT_OK(fi_tinject(p_.a->ep(), "two", 4, p_.a2b, 9));
+    Comp c = wait_comp(p_.b->rx(), &ctx, "tagged receive");
+    EXPECT_EQ(FI_TAGGED | FI_RECV, c.e.flags) << "no FI_MULTI_RECV for tagged receives";
+    EXPECT_EQ(nullptr, c.e.buf);
+    EXPECT_STREQ("one", reinterpret_cast<char *>(buf.data()));
+    ASSERT_OK(fi_trecv(p_.b->ep(), second.data(), second.size(), nullptr, FI_ADDR_UNSPEC, 9, 0,
+                       &ctx2));
+    wait_comp(p_.b->rx(), &ctx2, "second tagged message goes to the next receive");
+    EXPECT_STREQ("two", reinterpret_cast<char *>(second.data()));
+}
+
+TEST_P(MultiRecvTest, SeveralBuffersUsedInPostOrder) {
+    std::vector<uint8_t> b1(300), b2(300);
+    int c1 = 0, c2 = 0;
+    post_multi(*p_.b, b1.data(), b1.size(), &c1);
+    post_multi(*p_.b, b2.data(), b2.size(), &c2);
+    // 2 x 120 fill b1 (60 left < 64), the next two go to b2.
+    send_all({120, 120, 120, 120});
+    expect_packed({120, 120}, b1.data(), &c1, true);
+    Comp x = wait_comp(p_.b->rx(), &c2, "b2 first");
+    Comp y = wait_comp(p_.b->rx(), &c2, "b2 second");
+    EXPECT_EQ(b2.data(), x.e.buf);
+    EXPECT_EQ(b2.data() + 120, y.e.buf);
+    EXPECT_EQ(FI_MULTI_RECV, y.e.flags & FI_MULTI_RECV);
+    EXPECT_EQ(SIZE_MAX, mismatch(b2.data(), 120, 2));
+    EXPECT_EQ(SIZE_MAX, mismatch(b2.data() + 120, 120, 3));
+}
+
+CXIT_INSTANTIATE_TRANSPORTS(MultiRecvTest);
+
+}  // namespace
