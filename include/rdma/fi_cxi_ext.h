@@ -112,28 +112,26 @@ struct fi_cxi_cntr_ops {
 /* Writeback word: bits 0-47 success, 48-54 failure, bit 63 "written". */
 #define FI_CXI_CNTR_WB_VALID (1ULL << 63)
 
-static inline uint64_t fi_cxi_cntr_success(uint64_t wb) { return wb & FI_CXI_CNTR_SUCCESS_MAX; }
+static inline uint64_t fi_cxi_cntr_success(uint64_t wb) {
+    return wb & FI_CXI_CNTR_SUCCESS_MAX;
+}
 
-static inline uint64_t fi_cxi_cntr_failure(uint64_t wb)
-{
+static inline uint64_t fi_cxi_cntr_failure(uint64_t wb) {
     return (wb >> 48) & FI_CXI_CNTR_FAILURE_MAX;
 }
 
-static inline int fi_cxi_cntr_wb_read(const void *wb_buf, uint64_t *value)
-{
+static inline int fi_cxi_cntr_wb_read(const void *wb_buf, uint64_t *value) {
     *value = fi_cxi_cntr_success(*(const volatile uint64_t *)wb_buf);
     return 0;
 }
 
-static inline int fi_cxi_cntr_wb_readerr(const void *wb_buf, uint64_t *value)
-{
+static inline int fi_cxi_cntr_wb_readerr(const void *wb_buf, uint64_t *value) {
     *value = fi_cxi_cntr_failure(*(const volatile uint64_t *)wb_buf);
     return 0;
 }
 
 /* A success value as the doorbell expects it (bit 63 set). */
-static inline int fi_cxi_gen_cntr_success(uint64_t value, uint64_t *cxi_value)
-{
+static inline int fi_cxi_gen_cntr_success(uint64_t value, uint64_t *cxi_value) {
     if (value > FI_CXI_CNTR_SUCCESS_MAX) return -FI_EINVAL;
     *cxi_value = (1ULL << 63) | value;
     return 0;
@@ -145,46 +143,46 @@ static inline int fi_cxi_gen_cntr_success(uint64_t value, uint64_t *cxi_value)
 #define FI_CXI_CNTR_MMIO_RST_SUCCESS 16
 #define FI_CXI_CNTR_MMIO_RST_FAILURE 24
 
-static inline void *fi_cxi_get_cntr_add_addr(void *mmio) { return (uint64_t *)mmio + 0; }
-static inline void *fi_cxi_get_cntr_adderr_addr(void *mmio) { return (uint64_t *)mmio + 8; }
-static inline void *fi_cxi_get_cntr_reset_addr(void *mmio) { return (uint64_t *)mmio + 16; }
-static inline void *fi_cxi_get_cntr_reseterr_addr(void *mmio) { return (uint64_t *)mmio + 24; }
+static inline void *fi_cxi_get_cntr_add_addr(void *mmio) {
+    return (uint64_t *)mmio + 0;
+}
+static inline void *fi_cxi_get_cntr_adderr_addr(void *mmio) {
+    return (uint64_t *)mmio + 8;
+}
+static inline void *fi_cxi_get_cntr_reset_addr(void *mmio) {
+    return (uint64_t *)mmio + 16;
+}
+static inline void *fi_cxi_get_cntr_reseterr_addr(void *mmio) {
+    return (uint64_t *)mmio + 24;
+}
 
-static inline int fi_cxi_cntr_add(void *mmio, uint64_t value)
-{
+static inline int fi_cxi_cntr_add(void *mmio, uint64_t value) {
     if (value > FI_CXI_CNTR_SUCCESS_MAX) return -FI_EINVAL;
     *(volatile uint64_t *)fi_cxi_get_cntr_add_addr(mmio) = value;
     return 0;
 }
 
-static inline int fi_cxi_cntr_adderr(void *mmio, uint64_t value)
-{
+static inline int fi_cxi_cntr_adderr(void *mmio, uint64_t value) {
     if (value > FI_CXI_CNTR_FAILURE_MAX) return -FI_EINVAL;
     *(volatile uint64_t *)fi_cxi_get_cntr_adderr_addr(mmio) = value;
     return 0;
 }
 
 /* Only a reset to zero is possible through the doorbell. */
-static inline int fi_cxi_cntr_set(void *mmio, uint64_t value)
-{
+static inline int fi_cxi_cntr_set(void *mmio, uint64_t value) {
     if (value > 0) return -FI_EINVAL;
     *(volatile uint64_t *)fi_cxi_get_cntr_reset_addr(mmio) = value;
     return 0;
 }
 
-static inline int fi_cxi_cntr_seterr(void *mmio, uint64_t value)
-{
+static inline int fi_cxi_cntr_seterr(void *mmio, uint64_t value) {
     if (value > 0) return -FI_EINVAL;
     *(volatile uint64_t *)fi_cxi_get_cntr_reseterr_addr(mmio) = value;
     return 0;
 }
 
 /* Collectives: types the header carries for source compatibility. */
-enum cxip_coll_op {
-    FI_CXI_MINMAXLOC = 32,
-    FI_CXI_REPSUM,
-    FI_CXI_OP_LAST
-};
+enum cxip_coll_op { FI_CXI_MINMAXLOC = 32, FI_CXI_REPSUM, FI_CXI_OP_LAST };
 
 struct cxip_coll_intminmax {
     int64_t iminval;

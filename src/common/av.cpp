@@ -8,7 +8,9 @@ int av_close(fid *f);
 
 namespace {
 
-Av *av_of(fid_av *f) { return owner_of<Av>(f); }
+Av *av_of(fid_av *f) {
+    return owner_of<Av>(f);
+}
 
 int op_insert(fid_av *f, const void *addr, size_t count, fi_addr_t *fi_addr, uint64_t flags,
               void *) {
@@ -194,8 +196,10 @@ int Av::insert(const void *addr, size_t count, fi_addr_t *fi_addr, uint64_t flag
         const uint8_t *a = bytes + n * addressing_.addrlen;
         fi_addr_t id = user_ids ? fi_addr[n] : FI_ADDR_NOTAVAIL;
         fi_addr_t r = addressing_.valid(a) ? insert_one(a, id) : FI_ADDR_NOTAVAIL;
-        if (r == FI_ADDR_NOTAVAIL) SN_WARN(FI_LOG_AV, "address %zu is invalid\n", n);
-        else inserted++;
+        if (r == FI_ADDR_NOTAVAIL)
+            SN_WARN(FI_LOG_AV, "address %zu is invalid\n", n);
+        else
+            inserted++;
         if (fi_addr) fi_addr[n] = r;
     }
     return inserted;

@@ -21,21 +21,21 @@ namespace softnic {
 
 // What the provider contributes: its address format.
 struct AvAddressing {
-    size_t addrlen;                                     // bytes of one address
-    uint64_t (*key)(const void *addr);                  // identity used for reverse lookup
-    bool (*valid)(const void *addr);                    // well-formed?
+    size_t addrlen;                     // bytes of one address
+    uint64_t (*key)(const void *addr);  // identity used for reverse lookup
+    bool (*valid)(const void *addr);    // well-formed?
     int (*from_service)(const char *node, const char *service, void *out);
     std::string (*to_string)(const void *addr);
 };
 
 class Av {
-public:
+  public:
     static constexpr size_t kMaxAddrLen = 32;
     struct Entry {
         std::array<uint8_t, kMaxAddrLen> addr{};
         uint64_t key = 0;
         fi_addr_t user_id = FI_ADDR_NOTAVAIL;
-        uint32_t refs = 0;                     // 0 = free slot
+        uint32_t refs = 0;                        // 0 = free slot
         std::atomic<void *> peer_cache{nullptr};  // provider's resolved route, set lazily
     };
 
@@ -69,7 +69,7 @@ public:
     void forget_peer(void *peer);
     unsigned rx_index(fi_addr_t a) const;
 
-private:
+  private:
     static constexpr size_t kChunk = 1024, kMaxChunks = 65536;
     fi_addr_t insert_one(const void *addr, fi_addr_t user_id);
     void place_at(size_t i, const void *addr);

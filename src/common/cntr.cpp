@@ -1,28 +1,40 @@
 #include "common/cntr.hpp"
 
-#include <sched.h>
-
-#include <chrono>
+#include "common/deadline.hpp"
 
 namespace softnic {
 namespace {
 
-Cntr *cntr_of(fid_cntr *f) { return owner_of<Cntr>(f); }
+Cntr *cntr_of(fid_cntr *f) {
+    return owner_of<Cntr>(f);
+}
 
-uint64_t op_read(fid_cntr *f) { return cntr_of(f)->read(); }
-uint64_t op_readerr(fid_cntr *f) { return cntr_of(f)->readerr(); }
-int op_add(fid_cntr *f, uint64_t v) { return cntr_of(f)->add(v); }
-int op_adderr(fid_cntr *f, uint64_t v) { return cntr_of(f)->adderr(v); }
-int op_set(fid_cntr *f, uint64_t v) { return cntr_of(f)->set(v); }
-int op_seterr(fid_cntr *f, uint64_t v) { return cntr_of(f)->seterr(v); }
+uint64_t op_read(fid_cntr *f) {
+    return cntr_of(f)->read();
+}
+uint64_t op_readerr(fid_cntr *f) {
+    return cntr_of(f)->readerr();
+}
+int op_add(fid_cntr *f, uint64_t v) {
+    return cntr_of(f)->add(v);
+}
+int op_adderr(fid_cntr *f, uint64_t v) {
+    return cntr_of(f)->adderr(v);
+}
+int op_set(fid_cntr *f, uint64_t v) {
+    return cntr_of(f)->set(v);
+}
+int op_seterr(fid_cntr *f, uint64_t v) {
+    return cntr_of(f)->seterr(v);
+}
 int op_wait(fid_cntr *f, uint64_t threshold, int timeout) {
     return guarded([&] { return cntr_of(f)->wait(threshold, timeout); });
 }
 
 }  // namespace
 
-fi_ops_cntr cntr_ops = {sizeof(fi_ops_cntr), op_read, op_readerr, op_add, op_set,
-                        op_wait, op_adderr, op_seterr};
+fi_ops_cntr cntr_ops = {sizeof(fi_ops_cntr), op_read,  op_readerr, op_add, op_set, op_wait,
+                        op_adderr,           op_seterr};
 
 int cntr_close(fid *f) {
     Cntr *c = owner_of_fid<Cntr, fid_cntr>(f);
@@ -46,7 +58,8 @@ int Cntr::check_attr(const fi_cntr_attr &attr) {
     switch (attr.wait_obj) {
         case FI_WAIT_NONE:
         case FI_WAIT_UNSPEC:
-        case FI_WAIT_YIELD: break;
+        case FI_WAIT_YIELD:
+            break;
         default:
             SN_REJECT(-FI_ENOSYS, FI_LOG_CNTR, "unsupported counter wait object %d\n",
                       attr.wait_obj);
@@ -103,15 +116,16 @@ int Cntr::wait(uint64_t threshold, int timeout_ms) {
     if (wait_obj_ == FI_WAIT_NONE)
         SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "counter has no wait object\n");
     if (threshold > kSuccessMax) SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "threshold exceeds 48 bits\n");
-    using clock = std::chrono::steady_clock;
-    auto deadline = clock::now() + std::chrono::milliseconds(timeout_ms);
-    uint64_t err0 = err_.load();
-    for (unsigned spins = 0;; spins++) {
-        if (read() >= threshold) return 0;
-        if (err_.load() != err0) return -FI_EAVAIL;
-        if (timeout_ms >= 0 && clock::now() >= deadline) return -FI_ETIMEDOUT;
-        if (spins > 1000) sched_yield();
-    }
+    const uint64_t err0 = err_.load();
+    int rc = -FI_ETIMEDOUT;
+    poll_until(timeout_ms, [&] {
+        if (read() >= threshold)
+            rc = 0;
+        else if (err_.load() != err0)
+            rc = -FI_EAVAIL;
+        return rc != -FI_ETIMEDOUT;
+    });
+    return rc;
 }
 
 }  // namespace softnic

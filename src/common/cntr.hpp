@@ -11,7 +11,7 @@
 namespace softnic {
 
 class Cntr {
-public:
+  public:
     static constexpr uint64_t kSuccessMax = (1ULL << 48) - 1;
     static constexpr uint64_t kErrorMax = 127;
 
@@ -38,7 +38,7 @@ public:
     int seterr(uint64_t v);
     int wait(uint64_t threshold, int timeout_ms);
 
-protected:
+  protected:
     Handle<fid_cntr, Cntr> handle_;
     int events_;
     fi_wait_obj wait_obj_;

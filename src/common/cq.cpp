@@ -1,8 +1,7 @@
 #include "common/cq.hpp"
 
-#include <sched.h>
+#include "common/deadline.hpp"
 
-#include <chrono>
 #include <cstring>
 
 namespace softnic {
@@ -10,15 +9,22 @@ namespace {
 
 size_t entry_size_of(fi_cq_format f) {
     switch (f) {
-        case FI_CQ_FORMAT_CONTEXT: return sizeof(fi_cq_entry);
-        case FI_CQ_FORMAT_MSG: return sizeof(fi_cq_msg_entry);
-        case FI_CQ_FORMAT_DATA: return sizeof(fi_cq_data_entry);
-        case FI_CQ_FORMAT_TAGGED: return sizeof(fi_cq_tagged_entry);
-        default: return 0;
+        case FI_CQ_FORMAT_CONTEXT:
+            return sizeof(fi_cq_entry);
+        case FI_CQ_FORMAT_MSG:
+            return sizeof(fi_cq_msg_entry);
+        case FI_CQ_FORMAT_DATA:
+            return sizeof(fi_cq_data_entry);
+        case FI_CQ_FORMAT_TAGGED:
+            return sizeof(fi_cq_tagged_entry);
+        default:
+            return 0;
     }
 }
 
-Cq *cq_of(fid_cq *f) { return owner_of<Cq>(f); }
+Cq *cq_of(fid_cq *f) {
+    return owner_of<Cq>(f);
+}
 
 ssize_t op_read(fid_cq *f, void *buf, size_t n) {
     return guarded([&] { return cq_of(f)->read(buf, n, nullptr); });
@@ -35,14 +41,16 @@ ssize_t op_sread(fid_cq *f, void *buf, size_t n, const void *, int timeout) {
 ssize_t op_sreadfrom(fid_cq *f, void *buf, size_t n, fi_addr_t *src, const void *, int timeout) {
     return guarded([&] { return cq_of(f)->sread(buf, n, src, timeout); });
 }
-int op_signal(fid_cq *) { return -FI_ENOSYS; }
+int op_signal(fid_cq *) {
+    return -FI_ENOSYS;
+}
 const char *op_strerror(fid_cq *f, int prov_errno, const void *err_data, char *buf, size_t len) {
     return cq_of(f)->strerror(prov_errno, err_data, buf, len);
 }
 
 fi_ops_cq cq_ops = {
-    sizeof(fi_ops_cq), op_read, op_readfrom, op_readerr, op_sread, op_sreadfrom, op_signal,
-    op_strerror,
+    sizeof(fi_ops_cq), op_read,      op_readfrom, op_readerr,
+    op_sread,          op_sreadfrom, op_signal,   op_strerror,
 };
 
 int cq_close(fid *f) {
@@ -53,8 +61,7 @@ int cq_close(fid *f) {
 }
 
 int cq_control(fid *, int command, void *) {
-    if (command == FI_GETWAIT)
-        SN_REJECT(-FI_ENODATA, FI_LOG_CQ, "CQ has no wait object\n");
+    if (command == FI_GETWAIT) SN_REJECT(-FI_ENODATA, FI_LOG_CQ, "CQ has no wait object\n");
     SN_REJECT(-FI_ENOSYS, FI_LOG_CQ, "unsupported CQ control %d\n", command);
 }
 
@@ -68,12 +75,15 @@ int Cq::check_attr(const fi_cq_attr &attr) {
         case FI_CQ_FORMAT_CONTEXT:
         case FI_CQ_FORMAT_MSG:
         case FI_CQ_FORMAT_DATA:
-        case FI_CQ_FORMAT_TAGGED: break;
-        default: SN_REJECT(-FI_ENOSYS, FI_LOG_CQ, "unsupported CQ format %d\n", attr.format);
+        case FI_CQ_FORMAT_TAGGED:
+            break;
+        default:
+            SN_REJECT(-FI_ENOSYS, FI_LOG_CQ, "unsupported CQ format %d\n", attr.format);
     }
     switch (attr.wait_obj) {
         case FI_WAIT_NONE:
-        case FI_WAIT_UNSPEC: break;
+        case FI_WAIT_UNSPEC:
+            break;
         default:
             SN_REJECT(-FI_ENOSYS, FI_LOG_CQ, "unsupported CQ wait object %d\n", attr.wait_obj);
     }
@@ -100,7 +110,8 @@ void Cq::push(const Completion &c) {
     SpinGuard g(lock_);
     if (count_ == ring_.size()) {  // rare: grow rather than lose a completion
         std::vector<Completion> bigger(ring_.size() * 2);
-        for (size_t i = 0; i < count_; i++) bigger[i] = ring_[(head_ + i) % ring_.size()];
+        for (size_t i = 0; i < count_; i++)
+            bigger[i] = ring_[(head_ + i) % ring_.size()];
         ring_.swap(bigger);
         head_ = 0;
     }
@@ -161,14 +172,9 @@ ssize_t Cq::readerr(fi_cq_err_entry *out, uint64_t flags) {
 }
 
 ssize_t Cq::sread(void *buf, size_t count, fi_addr_t *src, int timeout_ms) {
-    using clock = std::chrono::steady_clock;
-    auto deadline = clock::now() + std::chrono::milliseconds(timeout_ms);
-    for (;;) {
-        ssize_t n = read(buf, count, src);
-        if (n != -FI_EAGAIN) return n;
-        if (timeout_ms >= 0 && clock::now() >= deadline) return -FI_EAGAIN;
-        sched_yield();
-    }
+    ssize_t n = -FI_EAGAIN;
+    poll_until(timeout_ms, [&] { return (n = read(buf, count, src)) != -FI_EAGAIN; });
+    return n;
 }
 
 const char *Cq::strerror(int prov_errno, const void *, char *buf, size_t len) {

@@ -33,7 +33,7 @@ struct ErrorCompletion {
 using ProvStrError = const char *(*)(int prov_errno);
 
 class Cq {
-public:
+  public:
     // Validates attr; returns 0 or a -FI_E* code (and logs why).
     static int check_attr(const fi_cq_attr &attr);
 
@@ -55,7 +55,7 @@ public:
     ssize_t sread(void *buf, size_t count, fi_addr_t *src, int timeout_ms);
     const char *strerror(int prov_errno, const void *err_data, char *buf, size_t len);
 
-private:
+  private:
     void write_entry(uint8_t *dst, const Completion &c) const;
 
     Handle<fid_cq, Cq> handle_;

@@ -1,14 +1,15 @@
 #include "common/eq.hpp"
 
-#include <sched.h>
+#include "common/deadline.hpp"
 
-#include <chrono>
 #include <cstring>
 
 namespace softnic {
 namespace {
 
-Eq *eq_of(fid_eq *f) { return owner_of<Eq>(f); }
+Eq *eq_of(fid_eq *f) {
+    return owner_of<Eq>(f);
+}
 
 ssize_t op_read(fid_eq *f, uint32_t *event, void *buf, size_t len, uint64_t flags) {
     return guarded([&] { return eq_of(f)->read(event, buf, len, flags); });
@@ -54,7 +55,8 @@ int Eq::check_attr(const fi_eq_attr &attr) {
     switch (attr.wait_obj) {
         case FI_WAIT_NONE:
         case FI_WAIT_UNSPEC:
-        case FI_WAIT_YIELD: break;
+        case FI_WAIT_YIELD:
+            break;
         default:
             SN_REJECT(-FI_ENOSYS, FI_LOG_EQ, "unsupported EQ wait object %d\n", attr.wait_obj);
     }
@@ -107,14 +109,9 @@ ssize_t Eq::readerr(fi_eq_err_entry *out, uint64_t flags) {
 }
 
 ssize_t Eq::sread(uint32_t *event, void *buf, size_t len, int timeout_ms, uint64_t flags) {
-    using clock = std::chrono::steady_clock;
-    auto deadline = clock::now() + std::chrono::milliseconds(timeout_ms);
-    for (;;) {
-        ssize_t n = read(event, buf, len, flags);
-        if (n != -FI_EAGAIN) return n;
-        if (timeout_ms >= 0 && clock::now() >= deadline) return -FI_EAGAIN;
-        sched_yield();
-    }
+    ssize_t n = -FI_EAGAIN;
+    poll_until(timeout_ms, [&] { return (n = read(event, buf, len, flags)) != -FI_EAGAIN; });
+    return n;
 }
 
 }  // namespace softnic

@@ -12,7 +12,7 @@
 namespace softnic {
 
 class Eq {
-public:
+  public:
     static int check_attr(const fi_eq_attr &attr);
     Eq(const fi_eq_attr &attr, void *context);
     Eq(const Eq &) = delete;
@@ -27,7 +27,7 @@ public:
     ssize_t sread(uint32_t *event, void *buf, size_t len, int timeout_ms, uint64_t flags);
     void write_error(const fi_eq_err_entry &err);
 
-private:
+  private:
     struct Event {
         uint32_t type;
         std::vector<uint8_t> data;

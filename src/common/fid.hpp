@@ -53,12 +53,12 @@ inline auto guarded(Fn &&fn) noexcept -> decltype(fn()) {
 
 // Reference count for objects that others bind to (fi_close of a busy object is -FI_EBUSY).
 class RefCount {
-public:
+  public:
     void get() noexcept { n_.fetch_add(1, std::memory_order_relaxed); }
     void put() noexcept { n_.fetch_sub(1, std::memory_order_relaxed); }
     bool busy() const noexcept { return n_.load(std::memory_order_relaxed) != 0; }
 
-private:
+  private:
     std::atomic<int> n_{0};
 };
 

@@ -9,13 +9,15 @@
 namespace softnic::info {
 namespace {
 
-#define MISMATCH(...)                        \
-    do {                                     \
-        SN_INFO(FI_LOG_CORE, __VA_ARGS__);   \
-        return false;                        \
+#define MISMATCH(...)                      \
+    do {                                   \
+        SN_INFO(FI_LOG_CORE, __VA_ARGS__); \
+        return false;                      \
     } while (0)
 
-bool subset(uint64_t want, uint64_t have) { return (want & have) == want; }
+bool subset(uint64_t want, uint64_t have) {
+    return (want & have) == want;
+}
 
 bool tx_matches(const fi_tx_attr &o, const fi_tx_attr *h) {
     if (!h) return true;

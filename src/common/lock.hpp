@@ -8,11 +8,12 @@ namespace softnic {
 
 // Test-and-test-and-set spinlock: cheap when uncontended, which is the normal case.
 class SpinLock {
-public:
+  public:
     void lock() noexcept {
         for (;;) {
             if (!flag_.exchange(true, std::memory_order_acquire)) return;
-            while (flag_.load(std::memory_order_relaxed)) __builtin_ia32_pause();
+            while (flag_.load(std::memory_order_relaxed))
+                __builtin_ia32_pause();
         }
     }
     bool try_lock() noexcept {
@@ -21,7 +22,7 @@ public:
     }
     void unlock() noexcept { flag_.store(false, std::memory_order_release); }
 
-private:
+  private:
     std::atomic<bool> flag_{false};
 };
 

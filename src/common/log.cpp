@@ -5,7 +5,11 @@ namespace {
 const fi_provider *g_provider = nullptr;
 }
 
-const fi_provider *log_provider() { return g_provider; }
-void set_log_provider(const fi_provider *prov) { g_provider = prov; }
+const fi_provider *log_provider() {
+    return g_provider;
+}
+void set_log_provider(const fi_provider *prov) {
+    g_provider = prov;
+}
 
 }  // namespace softnic

@@ -13,9 +13,9 @@ void set_log_provider(const fi_provider *prov);
 
 }  // namespace softnic
 
-#define SN_LOG(level, subsys, ...)                                                        \
-    do {                                                                                  \
-        if (fi_log_enabled(softnic::log_provider(), level, subsys))                       \
+#define SN_LOG(level, subsys, ...)                                                           \
+    do {                                                                                     \
+        if (fi_log_enabled(softnic::log_provider(), level, subsys))                          \
             fi_log(softnic::log_provider(), level, subsys, __func__, __LINE__, __VA_ARGS__); \
     } while (0)
 

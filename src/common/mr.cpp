@@ -31,8 +31,7 @@ int MrTable::assign(Mr *mr, uint64_t requested, uint64_t &key) {
         key = kProvKeyBit | next_seq_++;
     } else {
         if (requested > 0xFFFFFFFFULL)
-            SN_REJECT(-FI_EKEYREJECTED, FI_LOG_MR, "client key 0x%lx exceeds 32 bits\n",
-                      requested);
+            SN_REJECT(-FI_EKEYREJECTED, FI_LOG_MR, "client key 0x%lx exceeds 32 bits\n", requested);
         if (keys_.count(requested))
             SN_REJECT(-FI_ENOKEY, FI_LOG_MR, "key 0x%lx already in use\n", requested);
         key = requested;
@@ -120,7 +119,8 @@ int Mr::bind(struct fid *bfid, uint64_t flags) {
             if (enabled_) SN_REJECT(-FI_EINVAL, FI_LOG_MR, "bind counters before enable\n");
             bound_cntr_ = bfid;
             return 0;
-        default: SN_REJECT(-FI_EINVAL, FI_LOG_MR, "cannot bind class %zu\n", bfid->fclass);
+        default:
+            SN_REJECT(-FI_EINVAL, FI_LOG_MR, "cannot bind class %zu\n", bfid->fclass);
     }
 }
 

@@ -16,7 +16,7 @@ class Mr;
 
 // Per-domain table of remotely accessible MRs.
 class MrTable {
-public:
+  public:
     explicit MrTable(bool prov_keys, bool endpoint_mode)
         : prov_keys_(prov_keys), endpoint_mode_(endpoint_mode) {}
     bool prov_keys() const { return prov_keys_; }
@@ -31,7 +31,7 @@ public:
     // reference count (held while bound), or a -FI_E* code.
     std::function<int(struct fid *ep, RefCount **refs)> bind_endpoint;
 
-private:
+  private:
     bool prov_keys_, endpoint_mode_;
     std::mutex lock_;
     std::unordered_map<uint64_t, Mr *> keys_;
@@ -39,7 +39,7 @@ private:
 };
 
 class Mr {
-public:
+  public:
     // Returns 0 or -FI_E*; on success *out is the new MR.
     static int create(MrTable &table, fid_domain *domain, const fi_mr_attr &attr, uint64_t flags,
                       Mr **out);
@@ -57,7 +57,7 @@ public:
     int bind(struct fid *bfid, uint64_t flags);
     int enable();
 
-private:
+  private:
     Mr(MrTable &table, const fi_mr_attr &attr, uint64_t flags);
     int publish();
 

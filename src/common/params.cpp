@@ -4,7 +4,9 @@ namespace softnic::params {
 namespace {
 
 // The core keeps the provider pointer it was handed; its API is not const-correct.
-fi_provider *mut(const fi_provider *p) { return const_cast<fi_provider *>(p); }
+fi_provider *mut(const fi_provider *p) {
+    return const_cast<fi_provider *>(p);
+}
 
 }  // namespace
 

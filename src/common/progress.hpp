@@ -9,14 +9,14 @@
 namespace softnic {
 
 class ProgressSource {
-public:
+  public:
     virtual ~ProgressSource() = default;
     virtual void progress() = 0;
 };
 
 // The endpoints whose completions land in one CQ or counter.
 class ProgressList {
-public:
+  public:
     void add(ProgressSource *s) {
         SpinGuard g(lock_);
         if (std::find(list_.begin(), list_.end(), s) == list_.end()) list_.push_back(s);
@@ -27,10 +27,11 @@ public:
     }
     void run() {
         SpinGuard g(lock_);
-        for (auto *s : list_) s->progress();
+        for (auto *s : list_)
+            s->progress();
     }
 
-private:
+  private:
     SpinLock lock_;
     std::vector<ProgressSource *> list_;
 };

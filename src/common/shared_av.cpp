@@ -15,7 +15,8 @@ constexpr uint64_t kMagic = 0x736f66746e696176ULL;  // "softniav"
 
 std::string shm_name(const std::string &name) {
     std::string n = "/softnic-av-";
-    for (char c : name) n += (c == '/') ? '_' : c;
+    for (char c : name)
+        n += (c == '/') ? '_' : c;
     return n;
 }
 

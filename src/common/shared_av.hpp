@@ -11,7 +11,7 @@
 namespace softnic {
 
 class SharedAvTable {
-public:
+  public:
     ~SharedAvTable();
     SharedAvTable(const SharedAvTable &) = delete;
     SharedAvTable &operator=(const SharedAvTable &) = delete;
@@ -29,7 +29,7 @@ public:
     // Reader: copy entry i; false when the slot is free.
     bool read(size_t i, void *addr) const;
 
-private:
+  private:
     struct Header {
         uint64_t magic;
         uint32_t addrlen;

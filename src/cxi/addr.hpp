@@ -28,13 +28,17 @@ inline CxiAddr make_addr(uint32_t nic, uint32_t pid, uint16_t vni = 0) {
     return a;
 }
 
-inline uint32_t addr_word(const CxiAddr &a) { return (uint32_t(a.nic) << 9) | a.pid; }
+inline uint32_t addr_word(const CxiAddr &a) {
+    return (uint32_t(a.nic) << 9) | a.pid;
+}
 
 // The identity of an endpoint on the fabric: (NIC, PID) within a VNI.
 inline uint64_t addr_key(uint32_t nic, uint32_t pid, uint16_t vni = 0) {
     return (uint64_t(vni) << 32) | (uint64_t(nic) << 9) | pid;
 }
-inline uint64_t addr_key(const CxiAddr &a) { return addr_key(a.nic, a.pid, a.vni); }
+inline uint64_t addr_key(const CxiAddr &a) {
+    return addr_key(a.nic, a.pid, a.vni);
+}
 
 std::string addr_to_string(const CxiAddr &a);
 // node: "cxiN", a MAC "aa:bb:cc:dd:ee:ff" or an integer NIC address (any base).

@@ -21,26 +21,26 @@ constexpr size_t kMinMultiRecvMax = (1ULL << 24) - 1;
 
 // Primary capabilities built so far. RMA, atomics and triggered operations arrive with
 // the one-sided work and are not advertised until then.
-constexpr uint64_t kPrimaryCaps = FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV |
-                                  FI_NAMED_RX_CTX;
+constexpr uint64_t kPrimaryCaps =
+    FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_NAMED_RX_CTX;
 constexpr uint64_t kSecondaryCaps = FI_SOURCE | FI_SOURCE_ERR | FI_LOCAL_COMM | FI_REMOTE_COMM |
                                     FI_MULTI_RECV | FI_FENCE | FI_SHARED_AV;
 constexpr uint64_t kCaps = kPrimaryCaps | kSecondaryCaps;
-constexpr uint64_t kTxCaps = FI_MSG | FI_TAGGED | FI_SEND | FI_FENCE | FI_LOCAL_COMM |
-                             FI_REMOTE_COMM;
+constexpr uint64_t kTxCaps =
+    FI_MSG | FI_TAGGED | FI_SEND | FI_FENCE | FI_LOCAL_COMM | FI_REMOTE_COMM;
 constexpr uint64_t kRxCaps = FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE |
                              FI_SOURCE_ERR | FI_MULTI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM |
                              FI_NAMED_RX_CTX;
 constexpr uint64_t kDomainCaps = FI_LOCAL_COMM | FI_REMOTE_COMM | FI_AV_USER_ID;
 
-constexpr uint64_t kCompletionLevels = FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |
-                                       FI_DELIVERY_COMPLETE | FI_MATCH_COMPLETE;
-constexpr uint64_t kTxOpFlags = FI_INJECT | FI_COMPLETION | kCompletionLevels |
-                                FI_REMOTE_CQ_DATA | FI_MORE | FI_FENCE;
+constexpr uint64_t kCompletionLevels =
+    FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_MATCH_COMPLETE;
+constexpr uint64_t kTxOpFlags =
+    FI_INJECT | FI_COMPLETION | kCompletionLevels | FI_REMOTE_CQ_DATA | FI_MORE | FI_FENCE;
 constexpr uint64_t kRxOpFlags = FI_COMPLETION | FI_MULTI_RECV | FI_MORE;
-constexpr uint64_t kMsgOrder = FI_ORDER_SAS | FI_ORDER_WAW | FI_ORDER_RMA_WAW |
-                               FI_ORDER_RMA_RAR | FI_ORDER_ATOMIC_WAW | FI_ORDER_ATOMIC_WAR |
-                               FI_ORDER_ATOMIC_RAW | FI_ORDER_ATOMIC_RAR;
+constexpr uint64_t kMsgOrder = FI_ORDER_SAS | FI_ORDER_WAW | FI_ORDER_RMA_WAW | FI_ORDER_RMA_RAR |
+                               FI_ORDER_ATOMIC_WAW | FI_ORDER_ATOMIC_WAR | FI_ORDER_ATOMIC_RAW |
+                               FI_ORDER_ATOMIC_RAR;
 
 constexpr int kMrModeProvKey = FI_MR_PROV_KEY | FI_MR_ALLOCATED | FI_MR_ENDPOINT;
 constexpr int kMrModeClientKey = FI_MR_ALLOCATED | FI_MR_ENDPOINT;

@@ -10,7 +10,9 @@
 
 namespace softnic::cxi {
 
-bool RxMsg::tagged() const { return wflags & kWTagged; }
+bool RxMsg::tagged() const {
+    return wflags & kWTagged;
+}
 
 Context::Context(Domain &domain, uint64_t caps, size_t tx_size, uint64_t tx_op_flags,
                  uint64_t rx_op_flags)
@@ -38,8 +40,10 @@ Context::~Context() {
         }
     }
     for (int t = 0; t < 2; t++)
-        for (RxMsg *m = unexpected_[t].head; m; m = m->next) free_ux(m->ux_buf, m->ux_cap);
-    for (uint8_t *p : small_ux_) std::free(p);
+        for (RxMsg *m = unexpected_[t].head; m; m = m->next)
+            free_ux(m->ux_buf, m->ux_cap);
+    for (uint8_t *p : small_ux_)
+        std::free(p);
 }
 
 int Context::open(uint32_t pid) {
@@ -58,8 +62,8 @@ int Context::open(uint32_t pid) {
             SN_REJECT(-FI_ENOSPC, FI_LOG_EP_CTRL, "cannot create receive ring: %s\n",
                       strerror(-err));
     }
-    if (pid == kPidAny) SN_REJECT(-FI_ENOSPC, FI_LOG_EP_CTRL, "no free PID on %s\n",
-                                  domain_.nic().name.c_str());
+    if (pid == kPidAny)
+        SN_REJECT(-FI_ENOSPC, FI_LOG_EP_CTRL, "no free PID on %s\n", domain_.nic().name.c_str());
     SN_REJECT(-FI_ENOSPC, FI_LOG_EP_CTRL, "PID %u is already in use on %s VNI %u\n", pid,
               domain_.nic().name.c_str(), vni_);
 }
@@ -103,52 +107,28 @@ bool Context::deliver(const uint8_t *pkt, size_t len) {
     }
     const uint8_t *payload = pkt + sizeof(h);
     switch (static_cast<Pkt>(h.type)) {
-        case Pkt::kMsg: return on_msg(h, payload);
-        case Pkt::kData: on_data(h, payload); return true;
-        case Pkt::kGetReq: on_get_req(h); return true;
-        case Pkt::kDone: on_done(h); return true;
+        case Pkt::kMsg:
+            return on_msg(h, payload);
+        case Pkt::kData:
+            on_data(h, payload);
+            return true;
+        case Pkt::kGetReq:
+            on_get_req(h);
+            return true;
+        case Pkt::kDone:
+            on_done(h);
+            return true;
     }
     SN_WARN(FI_LOG_EP_DATA, "dropping packet of unknown type %u\n", h.type);
     return true;
 }
 
-RecvOp *Context::alloc_recv() {
-    if (!recv_free_) {
-        recv_store_.emplace_back();
-        recv_free_ = &recv_store_.back();
-        recv_free_->next = nullptr;
-    }
-    RecvOp *r = recv_free_;
-    recv_free_ = r->next;
-    *r = RecvOp{};
-    return r;
-}
-
-void Context::release_recv(RecvOp *op) {
-    op->next = recv_free_;
-    recv_free_ = op;
-}
-
-RxMsg *Context::alloc_msg() {
-    if (!msg_free_) {
-        msg_store_.emplace_back();
-        msg_free_ = &msg_store_.back();
-        msg_free_->next = nullptr;
-    }
-    RxMsg *m = msg_free_;
-    msg_free_ = m->next;
-    *m = RxMsg{};
-    return m;
-}
-
 void Context::free_msg(RxMsg *m) {
     free_ux(m->ux_buf, m->ux_cap);
     m->ux_buf = nullptr;
-    m->next = msg_free_;
-    msg_free_ = m;
+    msgs_.give(m);
 }
 
-// Unexpected payload is bounded by the overflow (or request) buffer space.
 // Small payloads (the common unexpected case) reuse fixed blocks: no allocation.
 uint8_t *Context::alloc_ux(size_t n) {
     if (!n) return nullptr;
@@ -167,8 +147,10 @@ uint8_t *Context::alloc_ux(size_t n) {
 void Context::free_ux(uint8_t *p, size_t n) {
     if (!p) return;
     ux_bytes_ -= n;
-    if (n <= kSmallUx && small_ux_.size() < 1024) small_ux_.push_back(p);
-    else std::free(p);
+    if (n <= kSmallUx && small_ux_.size() < 1024)
+        small_ux_.push_back(p);
+    else
+        std::free(p);
 }
 
 }  // namespace softnic::cxi

@@ -14,6 +14,7 @@
 #include "common/cntr.hpp"
 #include "common/cq.hpp"
 #include "common/lock.hpp"
+#include "common/pool.hpp"
 #include "common/progress.hpp"
 #include "cxi/addr.hpp"
 #include "cxi/caps.hpp"
@@ -68,7 +69,7 @@ struct TxOp {
 };
 
 class Context : public ProgressSource, private transport::PacketSink {
-public:
+  public:
     Context(Domain &domain, uint64_t caps, size_t tx_size, uint64_t tx_op_flags,
             uint64_t rx_op_flags);
     ~Context() override;
@@ -96,7 +97,7 @@ public:
     size_t unexpected(fi_cq_tagged_entry *e, size_t count, fi_addr_t *src, size_t *total);
     void progress() override;
 
-private:
+  private:
     // Receive path (rx.cpp).
     bool deliver(const uint8_t *pkt, size_t len) override;
     bool on_msg(const WireHdr &h, const uint8_t *payload);
@@ -110,7 +111,6 @@ private:
     void finish_eager(RxMsg *m);
     void complete_rx(RxMsg *m, int err);
     void complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *buf, int err, size_t olen);
-    void release_recv(RecvOp *op);
     void post_held_recvs();
     fi_addr_t source_of(uint32_t nic, uint32_t pid, uint64_t key, bool &known);
     // Rendezvous (rdzv.cpp).
@@ -158,12 +158,10 @@ private:
     unsigned progress_calls_ = 0;  // full-ring refusals in a row: check the peer is alive
 
     // Receive state.
-    std::deque<RecvOp> recv_store_;
-    RecvOp *recv_free_ = nullptr;
-    std::deque<RxMsg> msg_store_;
-    RxMsg *msg_free_ = nullptr;
-    List<RecvOp> posted_[2];      // [untagged, tagged]
-    List<RecvOp> held_recvs_;     // FI_MORE receives not yet handed over
+    Pool<RecvOp> recvs_;
+    Pool<RxMsg> msgs_;
+    List<RecvOp> posted_[2];   // [untagged, tagged]
+    List<RecvOp> held_recvs_;  // FI_MORE receives not yet handed over
     List<RxMsg> unexpected_[2];
     size_t ux_bytes_ = 0;
     static constexpr size_t kSmallUx = 256;
@@ -176,11 +174,12 @@ private:
         size_t operator()(const InKey &k) const { return k.src * 0x9e3779b97f4a7c15ULL ^ k.cookie; }
     };
     std::unordered_map<InKey, RxMsg *, InKeyHash> inbound_;
-    static constexpr uint64_t kPulledKey = 1ULL << 63;  // src bit marking pulled data
+    static constexpr uint64_t kPulledKey = 1ULL << 63;                // src bit marking pulled data
     std::deque<std::pair<transport::Link *, WireHdr>> ctrl_backlog_;  // kDone/kGetReq to retry
 
-    RecvOp *alloc_recv();
-    RxMsg *alloc_msg();
+    RecvOp *alloc_recv() { return recvs_.take(); }
+    void release_recv(RecvOp *op) { recvs_.give(op); }
+    RxMsg *alloc_msg() { return msgs_.take(); }
     void free_msg(RxMsg *m);
     uint8_t *alloc_ux(size_t n);
     void free_ux(uint8_t *p, size_t n);

@@ -73,22 +73,32 @@ int enable_optimized_mrs(fid *f, bool enable) {
     return 0;
 }
 
-fi_cxi_dom_ops dom_ops = {cntr_read,     topology,   enable_hybrid_mr_desc,  ep_get_unexp_msgs,
-                          get_dwq_depth, enable_mr_match_events, enable_optimized_mrs};
+fi_cxi_dom_ops dom_ops = {cntr_read,           topology,      enable_hybrid_mr_desc,
+                          ep_get_unexp_msgs,   get_dwq_depth, enable_mr_match_events,
+                          enable_optimized_mrs};
 
 int bool_option(Domain &d, int command, bool *v) {
     auto &o = d.options();
     switch (command) {
-        case FI_OPT_CXI_SET_OPTIMIZED_MRS: return enable_optimized_mrs(d.fid() ? &d.fid()->fid : nullptr, *v);
-        case FI_OPT_CXI_GET_OPTIMIZED_MRS: *v = o.optimized_mrs; return 0;
-        case FI_OPT_CXI_SET_MR_MATCH_EVENTS: o.mr_match_events = *v; return 0;
-        case FI_OPT_CXI_GET_MR_MATCH_EVENTS: *v = o.mr_match_events; return 0;
+        case FI_OPT_CXI_SET_OPTIMIZED_MRS:
+            return enable_optimized_mrs(d.fid() ? &d.fid()->fid : nullptr, *v);
+        case FI_OPT_CXI_GET_OPTIMIZED_MRS:
+            *v = o.optimized_mrs;
+            return 0;
+        case FI_OPT_CXI_SET_MR_MATCH_EVENTS:
+            o.mr_match_events = *v;
+            return 0;
+        case FI_OPT_CXI_GET_MR_MATCH_EVENTS:
+            *v = o.mr_match_events;
+            return 0;
         case FI_OPT_CXI_SET_PROV_KEY_CACHE:
             if (!d.mrs().prov_keys())
                 SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "needs a domain with FI_MR_PROV_KEY\n");
             o.prov_key_cache = *v;
             return 0;
-        case FI_OPT_CXI_GET_PROV_KEY_CACHE: *v = o.prov_key_cache; return 0;
+        case FI_OPT_CXI_GET_PROV_KEY_CACHE:
+            *v = o.prov_key_cache;
+            return 0;
     }
     return 1;
 }

@@ -15,10 +15,16 @@
 namespace softnic::cxi {
 namespace {
 
-Domain *dom_of(fid_domain *f) { return owner_of<Domain>(f); }
+Domain *dom_of(fid_domain *f) {
+    return owner_of<Domain>(f);
+}
 
-uint64_t av_key(const void *a) { return addr_key(*static_cast<const CxiAddr *>(a)) & ~(0xffffULL << 32); }
-bool av_valid(const void *) { return true; }  // any 20-bit NIC / 9-bit PID pair is insertable
+uint64_t av_key(const void *a) {
+    return addr_key(*static_cast<const CxiAddr *>(a)) & ~(0xffffULL << 32);
+}
+bool av_valid(const void *) {
+    return true;
+}  // any 20-bit NIC / 9-bit PID pair is insertable
 int av_from_service(const char *node, const char *service, void *out) {
     uint32_t nic = 0, pid = 0;
     if (!parse_node(node, nic)) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "bad node \"%s\"\n", node);
@@ -27,7 +33,9 @@ int av_from_service(const char *node, const char *service, void *out) {
     *static_cast<CxiAddr *>(out) = make_addr(nic, pid);
     return 0;
 }
-std::string av_to_string(const void *a) { return addr_to_string(*static_cast<const CxiAddr *>(a)); }
+std::string av_to_string(const void *a) {
+    return addr_to_string(*static_cast<const CxiAddr *>(a));
+}
 
 const AvAddressing kCxiAddressing = {sizeof(CxiAddr), av_key, av_valid, av_from_service,
                                      av_to_string};
@@ -98,9 +106,18 @@ int endpoint2(fid_domain *d, fi_info *info, fid_ep **ep, uint64_t flags, void *c
     return endpoint_open(d, info, ep, context);
 }
 
-fi_ops_domain domain_ops = {sizeof(fi_ops_domain), av_open,    cq_open,      endpoint_open,
-                            scalable_ep_open,      cntr_open,  poll_open,    stx_ctx,
-                            srx_ctx,               query_atomic, query_collective, endpoint2};
+fi_ops_domain domain_ops = {sizeof(fi_ops_domain),
+                            av_open,
+                            cq_open,
+                            endpoint_open,
+                            scalable_ep_open,
+                            cntr_open,
+                            poll_open,
+                            stx_ctx,
+                            srx_ctx,
+                            query_atomic,
+                            query_collective,
+                            endpoint2};
 
 int mr_regattr(fid *f, const fi_mr_attr *attr, uint64_t flags, fid_mr **mr) {
     if (!attr || !mr) SN_REJECT(-FI_EINVAL, FI_LOG_MR, "NULL attr or mr\n");
@@ -113,8 +130,8 @@ int mr_regattr(fid *f, const fi_mr_attr *attr, uint64_t flags, fid_mr **mr) {
         return ret;
     });
 }
-int mr_regv(fid *f, const iovec *iov, size_t count, uint64_t access, uint64_t offset,
-            uint64_t key, uint64_t flags, fid_mr **mr, void *context) {
+int mr_regv(fid *f, const iovec *iov, size_t count, uint64_t access, uint64_t offset, uint64_t key,
+            uint64_t flags, fid_mr **mr, void *context) {
     fi_mr_attr attr{};
     attr.mr_iov = iov;
     attr.iov_count = count;
@@ -154,8 +171,7 @@ Domain::Domain(Fabric &fabric, const fi_info &info, const SoftNic &nic, void *co
       nic_(nic),
       vni_(static_cast<uint16_t>(env().default_vni)),
       info_(fi_dupinfo(&info)),
-      mrs_(info.domain_attr->mr_mode & FI_MR_PROV_KEY,
-           info.domain_attr->mr_mode & FI_MR_ENDPOINT) {
+      mrs_(info.domain_attr->mr_mode & FI_MR_PROV_KEY, info.domain_attr->mr_mode & FI_MR_ENDPOINT) {
     handle_.owner = this;
     handle_.fid.fid.fclass = FI_CLASS_DOMAIN;
     handle_.fid.fid.context = context;
@@ -221,7 +237,8 @@ int domain_open(fid_fabric *fabric, fi_info *info, fid_domain **domain, void *co
         SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "NULL fabric, info or domain\n");
     const char *name = info->domain_attr->name;
     const SoftNic *nic = name ? find_nic(name) : nullptr;
-    if (!nic) SN_REJECT(-FI_ENODATA, FI_LOG_DOMAIN, "no soft NIC named %s\n", name ? name : "(null)");
+    if (!nic)
+        SN_REJECT(-FI_ENODATA, FI_LOG_DOMAIN, "no soft NIC named %s\n", name ? name : "(null)");
     if (info->domain_attr->auth_key_size)
         SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "authorization keys are not built yet\n");
     Fabric *fab = owner_of<Fabric>(fabric);

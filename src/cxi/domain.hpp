@@ -32,7 +32,7 @@ enum HwCounter : unsigned {
 };
 
 class Domain {
-public:
+  public:
     Domain(Fabric &fabric, const fi_info &info, const SoftNic &nic, void *context);
     ~Domain();
     Domain(const Domain &) = delete;
@@ -64,7 +64,7 @@ public:
     void count(unsigned id, uint64_t n = 1) { hw_[id].fetch_add(n, std::memory_order_relaxed); }
     uint64_t hw_counter(unsigned id) const { return hw_[id].load(std::memory_order_relaxed); }
 
-private:
+  private:
     Handle<fid_domain, Domain> handle_;
     Fabric &fabric_;
     const SoftNic nic_;

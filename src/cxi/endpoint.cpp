@@ -12,8 +12,12 @@
 namespace softnic::cxi {
 namespace {
 
-EpView *view_of(fid *f) { return owner_of_fid<EpView, fid_ep>(f); }
-EpView *view_of(fid_ep *f) { return owner_of<EpView>(f); }
+EpView *view_of(fid *f) {
+    return owner_of_fid<EpView, fid_ep>(f);
+}
+EpView *view_of(fid_ep *f) {
+    return owner_of<EpView>(f);
+}
 
 int ep_close(fid *f) {
     EpView *v = view_of(f);
@@ -50,7 +54,9 @@ int ep_rx_ctx(fid_ep *sep, int index, fi_rx_attr *, fid_ep **rx, void *context) 
     EpView *v = view_of(sep);
     return guarded([&] { return v->ep->open_context(kRx, index, rx, context); });
 }
-ssize_t ep_size_left(fid_ep *) { return -FI_ENOSYS; }
+ssize_t ep_size_left(fid_ep *) {
+    return -FI_ENOSYS;
+}
 int cm_getname(fid_t f, void *addr, size_t *len) {
     EpView *v = view_of(f);
     return v->ep->getname(*v, addr, len);
@@ -58,26 +64,42 @@ int cm_getname(fid_t f, void *addr, size_t *len) {
 int cm_setname(fid_t, void *, size_t) {
     SN_REJECT(-FI_ENOSYS, FI_LOG_EP_CTRL, "use FI_SOURCE with a service to choose the PID\n");
 }
-int cm_getpeer(fid_ep *, void *, size_t *) { return -FI_ENOSYS; }
-int cm_connect(fid_ep *, const void *, const void *, size_t) { return -FI_ENOSYS; }
-int cm_listen(fid_pep *) { return -FI_ENOSYS; }
-int cm_accept(fid_ep *, const void *, size_t) { return -FI_ENOSYS; }
-int cm_reject(fid_pep *, fid_t, const void *, size_t) { return -FI_ENOSYS; }
-int cm_shutdown(fid_ep *, uint64_t) { return -FI_ENOSYS; }
-int cm_join(fid_ep *, const void *, uint64_t, fid_mc **, void *) { return -FI_ENOSYS; }
+int cm_getpeer(fid_ep *, void *, size_t *) {
+    return -FI_ENOSYS;
+}
+int cm_connect(fid_ep *, const void *, const void *, size_t) {
+    return -FI_ENOSYS;
+}
+int cm_listen(fid_pep *) {
+    return -FI_ENOSYS;
+}
+int cm_accept(fid_ep *, const void *, size_t) {
+    return -FI_ENOSYS;
+}
+int cm_reject(fid_pep *, fid_t, const void *, size_t) {
+    return -FI_ENOSYS;
+}
+int cm_shutdown(fid_ep *, uint64_t) {
+    return -FI_ENOSYS;
+}
+int cm_join(fid_ep *, const void *, uint64_t, fid_mc **, void *) {
+    return -FI_ENOSYS;
+}
 
 fi_ops ep_fid_ops = make_fid_ops(ep_close, ep_bind, ep_control, fid_no_ops_open);
 fi_ops_ep ep_ops = {sizeof(fi_ops_ep), ep_cancel, ep_getopt,    ep_setopt,
                     ep_tx_ctx,         ep_rx_ctx, ep_size_left, ep_size_left};
-fi_ops_cm cm_ops = {sizeof(fi_ops_cm), cm_setname, cm_getname,  cm_getpeer, cm_connect,
-                    cm_listen,         cm_accept,  cm_reject,   cm_shutdown, cm_join};
+fi_ops_cm cm_ops = {sizeof(fi_ops_cm), cm_setname, cm_getname, cm_getpeer,  cm_connect,
+                    cm_listen,         cm_accept,  cm_reject,  cm_shutdown, cm_join};
 
 // Default flags of the calls that take none: a completion level plus FI_COMPLETION.
 uint64_t default_tx_flags(uint64_t f) {
-    return f & (FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |
-                FI_DELIVERY_COMPLETE | FI_MATCH_COMPLETE);
+    return f & (FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE |
+                FI_MATCH_COMPLETE);
 }
-uint64_t default_rx_flags(uint64_t f) { return f & FI_COMPLETION; }
+uint64_t default_rx_flags(uint64_t f) {
+    return f & FI_COMPLETION;
+}
 
 void install_data_ops(EpView &v, bool enabled) {
     v.h.fid.msg = enabled ? &msg_ops : &msg_disabled_ops;
@@ -86,8 +108,7 @@ void install_data_ops(EpView &v, bool enabled) {
     v.h.fid.atomic = &atomic_disabled_ops;
 }
 
-void init_view(EpView &v, Endpoint *ep, Context *ctx, unsigned side, void *context,
-               size_t fclass) {
+void init_view(EpView &v, Endpoint *ep, Context *ctx, unsigned side, void *context, size_t fclass) {
     v.h.owner = &v;
     v.ep = ep;
     v.ctx = ctx;
@@ -193,8 +214,8 @@ int endpoint_open(fid_domain *domain, fi_info *info, fid_ep **ep, void *context)
 
 int scalable_ep_open(fid_domain *domain, fi_info *info, fid_ep **sep, void *context) {
     if (!domain || !info || !sep) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "NULL info or sep\n");
-    if (info->ep_attr && (info->ep_attr->tx_ctx_cnt > kMaxContexts ||
-                          info->ep_attr->rx_ctx_cnt > kMaxContexts))
+    if (info->ep_attr &&
+        (info->ep_attr->tx_ctx_cnt > kMaxContexts || info->ep_attr->rx_ctx_cnt > kMaxContexts))
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "at most %zu contexts\n", kMaxContexts);
     if (info->ep_attr && info->ep_attr->type != FI_EP_RDM && info->ep_attr->type != FI_EP_UNSPEC)
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "cxi endpoints are FI_EP_RDM only\n");

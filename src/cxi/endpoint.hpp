@@ -2,9 +2,9 @@
 // aliases. Each fid_ep the application holds is an EpView onto a Context.
 #pragma once
 
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_rma.h>
-#include <rdma/fi_atomic.h>
 #include <rdma/fi_tagged.h>
 
 #include <memory>
@@ -32,7 +32,7 @@ struct EpView {
 };
 
 class Endpoint {
-public:
+  public:
     Endpoint(Domain &domain, const fi_info &info, void *context, bool scalable);
     ~Endpoint();
     Endpoint(const Endpoint &) = delete;
@@ -54,7 +54,7 @@ public:
     int close_view(EpView &v);
     RefCount &refs() { return refs_; }
 
-private:
+  private:
     int open_pids();
     int bind_cq(EpView &v, Cq *cq, uint64_t flags);
     int bind_cntr(EpView &v, Cntr *cntr, uint64_t flags);

@@ -20,10 +20,12 @@ const ParamDef kParams[] = {
     {ParamDef::kBool, "odp", "Enable on-demand paging (software: memory is never pinned)."},
     {ParamDef::kBool, "ats", "Enable PCIe ATS translation (no effect in software)."},
     {ParamDef::kStr, "ats_mlock_mode", "ATS mlock mode: off or all (no effect in software)."},
-    {ParamDef::kBool, "rdzv_offload", "Offloaded rendezvous (pull after match); 0 sends the "
-                                      "whole payload with the header (eager rendezvous)."},
+    {ParamDef::kBool, "rdzv_offload",
+     "Offloaded rendezvous (pull after match); 0 sends the "
+     "whole payload with the header (eager rendezvous)."},
     {ParamDef::kSize, "rdzv_threshold", "Message size threshold for the rendezvous protocol."},
-    {ParamDef::kBool, "fc_recovery", "Enable message flow-control recovery (lossless back-pressure)."},
+    {ParamDef::kBool, "fc_recovery",
+     "Enable message flow-control recovery (lossless back-pressure)."},
     {ParamDef::kSize, "rdzv_get_min", "Minimum rendezvous Get payload size."},
     {ParamDef::kSize, "rdzv_eager_size", "Eager data size of a rendezvous message."},
     {ParamDef::kSize, "oflow_buf_size", "Overflow (unexpected message) buffer size."},
@@ -33,30 +35,41 @@ const ParamDef kParams[] = {
     {ParamDef::kStr, "cq_policy", "Command queue write-back policy (no effect in software)."},
     {ParamDef::kSize, "default_vni", "Default VNI value (masked to 16 bits)."},
     {ParamDef::kSize, "eq_ack_batch_size", "Events processed before acknowledging the queue."},
-    {ParamDef::kBool, "msg_offload", "Message matching offload; 0 = software matching into "
-                                     "request buffers."},
+    {ParamDef::kBool, "msg_offload",
+     "Message matching offload; 0 = software matching into "
+     "request buffers."},
     {ParamDef::kSize, "req_buf_size", "Size of request buffers (software matching)."},
     {ParamDef::kInt, "req_buf_count", "Number of request buffers (software matching)."},
-    {ParamDef::kInt, "fc_retry_usec_delay", "Microseconds before retrying a dropped flow-control "
-                                            "message."},
+    {ParamDef::kInt, "fc_retry_usec_delay",
+     "Microseconds before retrying a dropped flow-control "
+     "message."},
     {ParamDef::kStr, "rx_match_mode", "Receive match mode: hardware, software or hybrid."},
     {ParamDef::kSize, "default_cq_size", "CQ size when the application gives none."},
     {ParamDef::kSize, "default_tx_size", "Default transmit queue size (16..16384)."},
     {ParamDef::kSize, "default_rx_size", "Default receive queue size (16..15360)."},
     {ParamDef::kStr, "device_name", "Comma list of devices to expose, e.g. cxi0,cxi1."},
-    {ParamDef::kStr, "soft_nics", "softnic: comma list of IPv4 addresses or interface names "
-                                  "backing cxi0, cxi1, ... (default: the default-route "
-                                  "interface, else loopback)."},
+    {ParamDef::kStr, "soft_nics",
+     "softnic: comma list of IPv4 addresses or interface names "
+     "backing cxi0, cxi1, ... (default: the default-route "
+     "interface, else loopback)."},
     {ParamDef::kSize, "shm_ring_cells", "softnic: cells in each endpoint's receive ring."},
     {ParamDef::kSize, "shm_cell_size", "softnic: bytes per receive ring cell."},
 };
 
 void define_one(const fi_provider *p, const ParamDef &d) {
     switch (d.kind) {
-        case ParamDef::kBool: params::define_bool(p, d.name, d.help); break;
-        case ParamDef::kInt: params::define_int(p, d.name, d.help); break;
-        case ParamDef::kSize: params::define_size(p, d.name, d.help); break;
-        case ParamDef::kStr: params::define_str(p, d.name, d.help); break;
+        case ParamDef::kBool:
+            params::define_bool(p, d.name, d.help);
+            break;
+        case ParamDef::kInt:
+            params::define_int(p, d.name, d.help);
+            break;
+        case ParamDef::kSize:
+            params::define_size(p, d.name, d.help);
+            break;
+        case ParamDef::kStr:
+            params::define_str(p, d.name, d.help);
+            break;
     }
 }
 
@@ -80,7 +93,8 @@ void read_all(const fi_provider *p, Env &e) {
     get_bool(p, "msg_offload", e.msg_offload);
     get_size(p, "req_buf_size", e.req_buf_size);
     int req_bufs = int(e.req_buf_count);
-    if (get_int(p, "req_buf_count", req_bufs)) e.req_buf_count = req_bufs < 0 ? 0 : size_t(req_bufs);
+    if (get_int(p, "req_buf_count", req_bufs))
+        e.req_buf_count = req_bufs < 0 ? 0 : size_t(req_bufs);
     get_int(p, "fc_retry_usec_delay", e.fc_retry_usec_delay);
     get_str(p, "rx_match_mode", e.rx_match_mode);
     get_size(p, "default_cq_size", e.default_cq_size);
@@ -107,8 +121,7 @@ void fix_up(Env &e) {
     if (e.rdzv_eager_size > e.rdzv_threshold) e.rdzv_eager_size = e.rdzv_threshold;
     if (e.rdzv_threshold > e.oflow_buf_size) e.rdzv_threshold = 16384;
     if (e.rdzv_get_min > e.oflow_buf_size - e.rdzv_threshold) e.rdzv_get_min = 0;
-    check_choice(e.rx_match_mode, {"hardware", "software", "hybrid"}, "hardware",
-                 "RX_MATCH_MODE");
+    check_choice(e.rx_match_mode, {"hardware", "software", "hybrid"}, "hardware", "RX_MATCH_MODE");
     if (!strcasecmp(e.rx_match_mode.c_str(), "software")) e.msg_offload = false;
     if (!e.msg_offload) {
         size_t min = 63 + e.rdzv_threshold + e.rdzv_get_min;
@@ -135,7 +148,8 @@ void fix_up(Env &e) {
 }  // namespace
 
 void define_params(const fi_provider *prov) {
-    for (const auto &d : kParams) define_one(prov, d);
+    for (const auto &d : kParams)
+        define_one(prov, d);
 }
 
 void load_env(const fi_provider *prov) {
@@ -143,6 +157,8 @@ void load_env(const fi_provider *prov) {
     fix_up(g_env);
 }
 
-const Env &env() { return g_env; }
+const Env &env() {
+    return g_env;
+}
 
 }  // namespace softnic::cxi

@@ -14,14 +14,18 @@ namespace softnic::cxi {
 int Endpoint::bind(EpView &v, struct fid *bfid, uint64_t flags) {
     if (!bfid) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "NULL object to bind\n");
     switch (bfid->fclass) {
-        case FI_CLASS_CQ: return bind_cq(v, owner_of_fid<Cq, fid_cq>(bfid), flags);
-        case FI_CLASS_CNTR: return bind_cntr(v, owner_of_fid<Cntr, fid_cntr>(bfid), flags);
+        case FI_CLASS_CQ:
+            return bind_cq(v, owner_of_fid<Cq, fid_cq>(bfid), flags);
+        case FI_CLASS_CNTR:
+            return bind_cntr(v, owner_of_fid<Cntr, fid_cntr>(bfid), flags);
         case FI_CLASS_AV: {
-            if (v.ctx && scalable_) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "bind the AV to the SEP\n");
+            if (v.ctx && scalable_)
+                SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "bind the AV to the SEP\n");
             if (av_) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "an AV is already bound\n");
             av_ = owner_of_fid<Av, fid_av>(bfid);
             av_->refs().get();
-            for (auto &c : contexts_) c->set_av(av_);
+            for (auto &c : contexts_)
+                c->set_av(av_);
             return 0;
         }
         case FI_CLASS_EQ:
@@ -55,8 +59,8 @@ int Endpoint::bind_cq(EpView &v, Cq *cq, uint64_t flags) {
 }
 
 int Endpoint::bind_cntr(EpView &v, Cntr *cntr, uint64_t flags) {
-    constexpr uint64_t kAll = FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |
-                              FI_REMOTE_WRITE;
+    constexpr uint64_t kAll =
+        FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
     if (flags & ~kAll) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "bad counter bind flags\n");
     if (!v.ctx) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "bind counters to the SEP's contexts\n");
     bool tx = (flags & FI_SEND) && (v.side & kTx), rx = (flags & FI_RECV) && (v.side & kRx);
@@ -91,7 +95,8 @@ int Endpoint::open_pids() {
         for (; i < n && contexts_[i]->open(base + uint32_t(i)) == 0; i++) {
         }
         if (i == n) return 0;
-        for (size_t k = 0; k < i; k++) contexts_[k]->close();  // retry from the next base
+        for (size_t k = 0; k < i; k++)
+            contexts_[k]->close();  // retry from the next base
     }
     if (scalable_ && n > 1)
         SN_REJECT(-FI_EADDRINUSE, FI_LOG_EP_CTRL, "PID range for %zu contexts is in use\n", n);
@@ -135,7 +140,8 @@ int Endpoint::enable(EpView &v) {
 
 int Endpoint::control(EpView &v, int command, void *arg) {
     switch (command) {
-        case FI_ENABLE: return enable(v);
+        case FI_ENABLE:
+            return enable(v);
         case FI_GETOPSFLAG:
         case FI_SETOPSFLAG: {
             if (!arg) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "NULL flags\n");
@@ -177,7 +183,8 @@ int Endpoint::getopt(EpView &v, int level, int name, void *val, size_t *len) {
     if (!val || !len) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "NULL option buffer\n");
     if (level != FI_OPT_ENDPOINT || name != FI_OPT_MIN_MULTI_RECV)
         SN_REJECT(-FI_ENOPROTOOPT, FI_LOG_EP_CTRL, "unknown option %d/%d\n", level, name);
-    if (*len < sizeof(size_t)) SN_REJECT(-FI_ETOOSMALL, FI_LOG_EP_CTRL, "option buffer too small\n");
+    if (*len < sizeof(size_t))
+        SN_REJECT(-FI_ETOOSMALL, FI_LOG_EP_CTRL, "option buffer too small\n");
     Context *c = v.ctx ? v.ctx : contexts_[0].get();
     *static_cast<size_t *>(val) = c->min_multi_recv();
     *len = sizeof(size_t);
@@ -191,9 +198,11 @@ int Endpoint::setopt(EpView &v, int level, int name, const void *val, size_t len
     if (len < sizeof(size_t)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "option value too small\n");
     size_t m = *static_cast<const size_t *>(val);
     if (m > kMinMultiRecvMax) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "min_multi_recv too large\n");
-    if (v.ctx) v.ctx->min_multi_recv() = m;
+    if (v.ctx)
+        v.ctx->min_multi_recv() = m;
     else
-        for (auto &c : contexts_) c->min_multi_recv() = m;
+        for (auto &c : contexts_)
+            c->min_multi_recv() = m;
     return 0;
 }
 

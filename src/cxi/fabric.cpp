@@ -44,8 +44,8 @@ int domain2(fid_fabric *fabric, fi_info *info, fid_domain **dom, uint64_t flags,
     return domain_open(fabric, info, dom, ctx);
 }
 
-fi_ops_fabric fabric_ops = {sizeof(fi_ops_fabric), domain_open, passive_ep, eq_open,
-                            wait_open,             trywait,     domain2};
+fi_ops_fabric fabric_ops = {
+    sizeof(fi_ops_fabric), domain_open, passive_ep, eq_open, wait_open, trywait, domain2};
 fi_ops fabric_fid_ops = make_fid_ops(fabric_close, fid_no_bind, fid_no_control, fid_no_ops_open);
 
 }  // namespace
@@ -71,14 +71,22 @@ int fabric_open(fi_fabric_attr *attr, fid_fabric **fabric, void *context) {
 
 const char *prov_strerror(int prov_errno) {
     switch (prov_errno) {
-        case C_RC_OK: return "C_RC_OK";
-        case C_RC_UNDELIVERABLE: return "C_RC_UNDELIVERABLE: peer unreachable";
-        case C_RC_PT_DISABLED: return "C_RC_PT_DISABLED: target portal disabled";
-        case C_RC_NO_MATCH: return "C_RC_NO_MATCH";
-        case C_RC_ENTRY_NOT_FOUND: return "C_RC_ENTRY_NOT_FOUND";
-        case C_RC_VNI_NOT_FOUND: return "C_RC_VNI_NOT_FOUND";
-        case C_RC_PTLTE_NOT_FOUND: return "C_RC_PTLTE_NOT_FOUND: no endpoint at that address";
-        default: return fi_strerror(prov_errno);
+        case C_RC_OK:
+            return "C_RC_OK";
+        case C_RC_UNDELIVERABLE:
+            return "C_RC_UNDELIVERABLE: peer unreachable";
+        case C_RC_PT_DISABLED:
+            return "C_RC_PT_DISABLED: target portal disabled";
+        case C_RC_NO_MATCH:
+            return "C_RC_NO_MATCH";
+        case C_RC_ENTRY_NOT_FOUND:
+            return "C_RC_ENTRY_NOT_FOUND";
+        case C_RC_VNI_NOT_FOUND:
+            return "C_RC_VNI_NOT_FOUND";
+        case C_RC_PTLTE_NOT_FOUND:
+            return "C_RC_PTLTE_NOT_FOUND: no endpoint at that address";
+        default:
+            return fi_strerror(prov_errno);
     }
 }
 

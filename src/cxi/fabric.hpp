@@ -8,12 +8,12 @@
 namespace softnic::cxi {
 
 class Fabric {
-public:
+  public:
     explicit Fabric(void *context);
     fid_fabric *fid() { return &handle_.fid; }
     RefCount &refs() { return refs_; }
 
-private:
+  private:
     Handle<fid_fabric, Fabric> handle_;
     RefCount refs_;
 };

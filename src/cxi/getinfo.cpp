@@ -16,7 +16,7 @@ namespace {
 
 struct Request {
     bool restrict_nic = false;
-    uint32_t nic = 0;        // with restrict_nic: only this NIC
+    uint32_t nic = 0;  // with restrict_nic: only this NIC
     uint32_t src_pid = kPidAny;
     bool has_dest = false;
     CxiAddr dest{};
@@ -33,8 +33,8 @@ fi_info *offer(const SoftNic &nic, bool prov_key) {
     *src = make_addr(nic.addr, kPidAny);
     i->src_addr = src;
     i->src_addrlen = sizeof(CxiAddr);
-    *i->tx_attr = fi_tx_attr{kTxCaps, 0, kTxOpFlags, kMsgOrder, 0, kInjectSize, kTxSizeMax, 1, 1,
-                             FI_TC_UNSPEC};
+    *i->tx_attr = fi_tx_attr{kTxCaps,     0,          kTxOpFlags, kMsgOrder, 0,
+                             kInjectSize, kTxSizeMax, 1,          1,         FI_TC_UNSPEC};
     i->rx_attr->caps = kRxCaps;
     i->rx_attr->op_flags = kRxOpFlags;
     i->rx_attr->msg_order = kMsgOrder;
@@ -172,8 +172,7 @@ bool hints_acceptable(const fi_info *hints) {
         SN_INFO(FI_LOG_CORE, "FI_SOURCE_ERR requires FI_SOURCE\n");
         return false;
     }
-    if (hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC &&
-        hints->ep_attr->type != FI_EP_RDM)
+    if (hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC && hints->ep_attr->type != FI_EP_RDM)
         return false;
     if (hints->domain_attr && hints->domain_attr->auth_key_size)  // keys: the isolation work
         return false;

@@ -1,6 +1,6 @@
 // fi_msg and fi_tagged entry points: argument checks (spec §5.2, §5.3), then the context.
-#include <rdma/fi_rma.h>
 #include <rdma/fi_atomic.h>
+#include <rdma/fi_rma.h>
 
 #include "common/log.hpp"
 #include "cxi/endpoint.hpp"
@@ -11,7 +11,9 @@ namespace {
 constexpr uint64_t kRecvMsgFlags = FI_COMPLETION | FI_MULTI_RECV | FI_MORE;
 constexpr uint64_t kIgnoredRecvFlags = FI_REMOTE_CQ_DATA | FI_INJECT;
 
-EpView *view(fid_ep *ep) { return owner_of<EpView>(ep); }
+EpView *view(fid_ep *ep) {
+    return owner_of<EpView>(ep);
+}
 
 ssize_t do_send(fid_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t tag,
                 uint64_t data, void *context, uint64_t flags, bool tagged) {
@@ -44,7 +46,9 @@ ssize_t do_recv(fid_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_t tag, 
     return v->ctx->recv(a);
 }
 
-bool single_iov(const iovec *iov, size_t count) { return count <= 1 && (count == 0 || iov); }
+bool single_iov(const iovec *iov, size_t count) {
+    return count <= 1 && (count == 0 || iov);
+}
 
 // fi_msg
 ssize_t m_recv(fid_ep *ep, void *buf, size_t len, void *, fi_addr_t src, void *ctx) {
@@ -81,16 +85,15 @@ ssize_t sendmsg_common(fid_ep *ep, const iovec *iov, size_t count, fi_addr_t des
 }
 ssize_t m_sendmsg(fid_ep *ep, const fi_msg *msg, uint64_t flags) {
     if (!msg) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL msg\n");
-    return sendmsg_common(ep, msg->msg_iov, msg->iov_count, msg->addr, 0, msg->data,
-                          msg->context, flags, false);
+    return sendmsg_common(ep, msg->msg_iov, msg->iov_count, msg->addr, 0, msg->data, msg->context,
+                          flags, false);
 }
 ssize_t m_inject(fid_ep *ep, const void *buf, size_t len, fi_addr_t dest) {
     return do_send(ep, buf, len, dest, 0, 0, nullptr, FI_INJECT, false);
 }
 ssize_t m_senddata(fid_ep *ep, const void *buf, size_t len, void *, uint64_t data, fi_addr_t dest,
                    void *ctx) {
-    return do_send(ep, buf, len, dest, 0, data, ctx, view(ep)->tx_flags | FI_REMOTE_CQ_DATA,
-                   false);
+    return do_send(ep, buf, len, dest, 0, data, ctx, view(ep)->tx_flags | FI_REMOTE_CQ_DATA, false);
 }
 ssize_t m_injectdata(fid_ep *ep, const void *buf, size_t len, uint64_t data, fi_addr_t dest) {
     return do_send(ep, buf, len, dest, 0, data, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA, false);
@@ -126,8 +129,8 @@ ssize_t t_send(fid_ep *ep, const void *buf, size_t len, void *, fi_addr_t dest, 
 ssize_t t_sendv(fid_ep *ep, const iovec *iov, void **, size_t count, fi_addr_t dest, uint64_t tag,
                 void *ctx) {
     if (!single_iov(iov, count)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "iov_limit is 1\n");
-    return do_send(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0, dest, tag, 0,
-                   ctx, view(ep)->tx_flags, true);
+    return do_send(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0, dest, tag, 0, ctx,
+                   view(ep)->tx_flags, true);
 }
 ssize_t t_sendmsg(fid_ep *ep, const fi_msg_tagged *msg, uint64_t flags) {
     if (!msg) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL msg\n");
@@ -161,18 +164,38 @@ constexpr NoSys nosys;
 
 }  // namespace
 
-fi_ops_msg msg_ops = {sizeof(fi_ops_msg), m_recv,   m_recvv,   m_recvmsg,  m_send,
-                      m_sendv,            m_sendmsg, m_inject, m_senddata, m_injectdata};
-fi_ops_tagged tagged_ops = {sizeof(fi_ops_tagged), t_recv,   t_recvv,   t_recvmsg,  t_send,
-                            t_sendv,               t_sendmsg, t_inject, t_senddata, t_injectdata};
+fi_ops_msg msg_ops = {sizeof(fi_ops_msg), m_recv,   m_recvv,    m_recvmsg,   m_send, m_sendv,
+                      m_sendmsg,          m_inject, m_senddata, m_injectdata};
+fi_ops_tagged tagged_ops = {sizeof(fi_ops_tagged),
+                            t_recv,
+                            t_recvv,
+                            t_recvmsg,
+                            t_send,
+                            t_sendv,
+                            t_sendmsg,
+                            t_inject,
+                            t_senddata,
+                            t_injectdata};
 
-fi_ops_msg msg_disabled_ops = {sizeof(fi_ops_msg), nosys, nosys, nosys, nosys,
-                               nosys,              nosys, nosys, nosys, nosys};
-fi_ops_tagged tagged_disabled_ops = {sizeof(fi_ops_tagged), nosys, nosys, nosys, nosys,
-                                     nosys,                 nosys, nosys, nosys, nosys};
-fi_ops_rma rma_disabled_ops = {sizeof(fi_ops_rma), nosys, nosys, nosys, nosys,
-                               nosys,              nosys, nosys, nosys, nosys};
-fi_ops_atomic atomic_disabled_ops = {sizeof(fi_ops_atomic), nosys, nosys, nosys, nosys, nosys,
-                                     nosys, nosys, nosys, nosys, nosys, nosys, nosys, nosys};
+fi_ops_msg msg_disabled_ops = {
+    sizeof(fi_ops_msg), nosys, nosys, nosys, nosys, nosys, nosys, nosys, nosys, nosys};
+fi_ops_tagged tagged_disabled_ops = {
+    sizeof(fi_ops_tagged), nosys, nosys, nosys, nosys, nosys, nosys, nosys, nosys, nosys};
+fi_ops_rma rma_disabled_ops = {
+    sizeof(fi_ops_rma), nosys, nosys, nosys, nosys, nosys, nosys, nosys, nosys, nosys};
+fi_ops_atomic atomic_disabled_ops = {sizeof(fi_ops_atomic),
+                                     nosys,
+                                     nosys,
+                                     nosys,
+                                     nosys,
+                                     nosys,
+                                     nosys,
+                                     nosys,
+                                     nosys,
+                                     nosys,
+                                     nosys,
+                                     nosys,
+                                     nosys,
+                                     nosys};
 
 }  // namespace softnic::cxi

@@ -90,8 +90,8 @@ bool device_allowed(const std::string &name) {
     if (filter.empty()) return true;
     auto names = split(filter, ',');
     for (auto &n : names) {  // a malformed list is ignored entirely, as upstream does
-        if (n.size() < 4 || n.compare(0, 3, "cxi") || n.find_first_not_of("0123456789", 3) !=
-                                                           std::string::npos) {
+        if (n.size() < 4 || n.compare(0, 3, "cxi") ||
+            n.find_first_not_of("0123456789", 3) != std::string::npos) {
             SN_WARN(FI_LOG_CORE, "ignoring malformed FI_CXI_DEVICE_NAME=%s\n", filter.c_str());
             return true;
         }
@@ -112,8 +112,7 @@ std::vector<SoftNic> discover() {
         std::string ifname;
         uint32_t ip = 0;
         if (!resolve(tokens[i], ifname, ip)) {
-            SN_WARN(FI_LOG_CORE, "soft NIC %s: no such address or interface\n",
-                    tokens[i].c_str());
+            SN_WARN(FI_LOG_CORE, "soft NIC %s: no such address or interface\n", tokens[i].c_str());
             continue;
         }
         SoftNic n{i, "cxi" + std::to_string(i), ifname, ip, ip & kNicAddrMask, if_mtu(ifname)};

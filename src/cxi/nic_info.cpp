@@ -14,13 +14,15 @@ namespace {
 
 constexpr size_t kLinkSpeed = 200000000000ULL;  // Slingshot's 200 Gb/s, for the record
 
-char *dup_or_null(const char *s) { return s ? strdup(s) : nullptr; }
+char *dup_or_null(const char *s) {
+    return s ? strdup(s) : nullptr;
+}
 
 void free_nic(fid_nic *n) {
     if (!n) return;
     if (fi_device_attr *d = n->device_attr) {
-        for (char *s : {d->name, d->device_id, d->device_version, d->vendor_id, d->driver,
-                        d->firmware})
+        for (char *s :
+             {d->name, d->device_id, d->device_version, d->vendor_id, d->driver, d->firmware})
             std::free(s);
         std::free(d);
     }
@@ -71,9 +73,9 @@ fid_nic *copy_nic(const fid_nic &src) {
     fid_nic *n = alloc_nic();
     if (!n) return nullptr;
     const fi_device_attr &d = *src.device_attr;
-    *n->device_attr = fi_device_attr{dup_or_null(d.name),      dup_or_null(d.device_id),
+    *n->device_attr = fi_device_attr{dup_or_null(d.name),           dup_or_null(d.device_id),
                                      dup_or_null(d.device_version), dup_or_null(d.vendor_id),
-                                     dup_or_null(d.driver),    dup_or_null(d.firmware)};
+                                     dup_or_null(d.driver),         dup_or_null(d.firmware)};
     *n->bus_attr = *src.bus_attr;
     *n->link_attr = *src.link_attr;
     n->link_attr->address = dup_or_null(src.link_attr->address);
@@ -89,11 +91,12 @@ fid_nic *make_nic_info(const SoftNic &nic, unsigned default_vni) {
     if (!n) return nullptr;
     char addr[16];
     std::snprintf(addr, sizeof(addr), "0x%x", nic.addr);
-    *n->device_attr = fi_device_attr{strdup(nic.name.c_str()), strdup("0x501"), strdup("2"),
-                                     strdup("0x17db"), strdup("softnic"), strdup("software")};
+    *n->device_attr =
+        fi_device_attr{strdup(nic.name.c_str()), strdup("0x501"),   strdup("2"),
+                       strdup("0x17db"),         strdup("softnic"), strdup("software")};
     n->bus_attr->bus_type = FI_BUS_UNKNOWN;  // no PCI device to match against
-    *n->link_attr = fi_link_attr{strdup(addr), nic.mtu, kLinkSpeed, FI_LINK_UP,
-                                 strdup("HPC Ethernet")};
+    *n->link_attr =
+        fi_link_attr{strdup(addr), nic.mtu, kLinkSpeed, FI_LINK_UP, strdup("HPC Ethernet")};
     cxip_nic_attr attr{FI_CXI_NIC_ATTR_VER, nic.addr, 1, default_vni};
     std::memcpy(n->prov_attr, &attr, sizeof(attr));
     return n;

@@ -83,8 +83,8 @@ bool Context::on_msg(const WireHdr &h, const uint8_t *payload) {
     fi_addr_t src = source_of(h.src_nic, h.src_pid, key, known);
     RecvOp *op = match_posted(h, key, src);
     RxMsg *m = alloc_msg();
-    *m = RxMsg{key, h.src_nic, h.src_pid, src, known, h.tag, h.cq_data, h.cookie, h.rdzv_addr,
-               h.flags, h.msg_len, h.eager_len};
+    *m = RxMsg{key,       h.src_nic, h.src_pid,   src,     known,     h.tag,
+               h.cq_data, h.cookie,  h.rdzv_addr, h.flags, h.msg_len, h.eager_len};
     if (op) {
         bind_receive(m, op, true);
     } else {
@@ -103,8 +103,10 @@ bool Context::on_msg(const WireHdr &h, const uint8_t *payload) {
     }
     place(m, 0, payload, h.payload);
     m->got = h.payload;
-    if (!m->eager_done()) inbound_[InKey{key, h.cookie}] = m;
-    else finish_eager(m);
+    if (!m->eager_done())
+        inbound_[InKey{key, h.cookie}] = m;
+    else
+        finish_eager(m);
     return true;
 }
 
@@ -177,15 +179,22 @@ void Context::complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *buf
         if (rx_.cntr) rx_.cntr->inc(rx_.cntr->counts_bytes() ? len : 1);
         bool wanted = !rx_.selective || (op->flags & FI_COMPLETION);
         if (rx_.cq && (wanted || (flags & FI_MULTI_RECV)))
-            rx_.cq->push(Completion{op->context, wanted ? flags : FI_MULTI_RECV,
-                                    wanted ? len : 0, buf, m ? m->data : 0,
-                                    op->tagged && m ? m->tag : 0, src});
+            rx_.cq->push(Completion{op->context, wanted ? flags : FI_MULTI_RECV, wanted ? len : 0,
+                                    buf, m ? m->data : 0, op->tagged && m ? m->tag : 0, src});
     } else {
         if (rx_.cntr) rx_.cntr->inc_err();
         ErrorCompletion e;
-        e.entry = fi_cq_err_entry{op->context, flags, len, buf, m ? m->data : 0,
-                                  m ? m->tag : op->tag, olen, err, err == FI_ETRUNC ? C_RC_OK : 0,
-                                  nullptr, 0};
+        e.entry = fi_cq_err_entry{op->context,
+                                  flags,
+                                  len,
+                                  buf,
+                                  m ? m->data : 0,
+                                  m ? m->tag : op->tag,
+                                  olen,
+                                  err,
+                                  err == FI_ETRUNC ? C_RC_OK : 0,
+                                  nullptr,
+                                  0};
         e.src = src;
         if (err == FI_EADDRNOTAVAIL)
             e.err_data.assign(reinterpret_cast<uint8_t *>(&peer),

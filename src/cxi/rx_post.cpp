@@ -28,8 +28,10 @@ ssize_t Context::recv(const RecvArgs &a) {
     SpinGuard g(lock_);
     if (a.flags & FI_CLAIM) {  // the message a PEEK|CLAIM reserved for this context
         RxMsg *m = unexpected_[a.tagged].head;
-        while (m && !(m->claimed && m->claim_ctx == a.context)) m = m->next;
-        if (!m) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_CLAIM: nothing claimed by this context\n");
+        while (m && !(m->claimed && m->claim_ctx == a.context))
+            m = m->next;
+        if (!m)
+            SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_CLAIM: nothing claimed by this context\n");
         RecvOp *op = alloc_recv();
         *op = make_recv(a);
         take_unexpected(m, op);
@@ -60,10 +62,12 @@ void Context::post_held_recvs() {
             if (op->unlinked && op->inflight == 0) release_recv(op);
             continue;
         }
-        RecvArgs probe{op->buf, op->len, op->src, op->tag, op->ignore, op->context, op->flags,
-                       op->tagged};
-        if (RxMsg *m = match_unexpected(probe, true)) take_unexpected(m, op);
-        else posted_[op->tagged].push_back(op);
+        RecvArgs probe{op->buf,    op->len,     op->src,   op->tag,
+                       op->ignore, op->context, op->flags, op->tagged};
+        if (RxMsg *m = match_unexpected(probe, true))
+            take_unexpected(m, op);
+        else
+            posted_[op->tagged].push_back(op);
     }
 }
 
@@ -75,8 +79,8 @@ ssize_t Context::peek(const RecvArgs &a) {
     if (!m) {
         if (!rx_.cq) return 0;
         ErrorCompletion e;
-        e.entry = fi_cq_err_entry{a.context, flags, 0, nullptr, 0, a.tag, 0, FI_ENOMSG, 0,
-                                  nullptr, 0};
+        e.entry =
+            fi_cq_err_entry{a.context, flags, 0, nullptr, 0, a.tag, 0, FI_ENOMSG, 0, nullptr, 0};
         rx_.cq->push_error(e);
         return 0;
     }
@@ -86,8 +90,8 @@ ssize_t Context::peek(const RecvArgs &a) {
     }
     if (m->wflags & kWCqData) flags |= FI_REMOTE_CQ_DATA;
     if (rx_.cq)
-        rx_.cq->push(Completion{a.context, flags, m->msg_len, nullptr, m->data, m->tag,
-                                m->src_addr});
+        rx_.cq->push(
+            Completion{a.context, flags, m->msg_len, nullptr, m->data, m->tag, m->src_addr});
     return 0;
 }
 
@@ -113,8 +117,8 @@ int Context::cancel(void *context) {
     if (rx_.cntr) rx_.cntr->inc_err();
     ErrorCompletion e;
     uint64_t flags = (op->tagged ? FI_TAGGED : FI_MSG) | FI_RECV | (multi ? FI_MULTI_RECV : 0);
-    e.entry = fi_cq_err_entry{context, flags, 0, nullptr, 0, op->tag, 0, FI_ECANCELED, 0,
-                              nullptr, 0};
+    e.entry =
+        fi_cq_err_entry{context, flags, 0, nullptr, 0, op->tag, 0, FI_ECANCELED, 0, nullptr, 0};
     if (rx_.cq) rx_.cq->push_error(e);
     release_recv(op);
     return 0;

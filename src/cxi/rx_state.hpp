@@ -59,10 +59,10 @@ struct RxMsg {
     size_t dst_cap{};
     uint8_t *ux_buf{};
     size_t ux_cap{};
-    size_t got{};          // eager bytes arrived
-    size_t want{};         // bytes to deliver to the receive buffer
-    size_t pull_from{};    // first byte the receiver still has to pull
-    size_t pull_got{};     // rendezvous bytes pulled so far
+    size_t got{};        // eager bytes arrived
+    size_t want{};       // bytes to deliver to the receive buffer
+    size_t pull_from{};  // first byte the receiver still has to pull
+    size_t pull_got{};   // rendezvous bytes pulled so far
     bool pulling{};
     bool claimed{};
     void *claim_ctx{};

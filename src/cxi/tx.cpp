@@ -98,8 +98,8 @@ ssize_t Context::send(const SendArgs &a) {
     }
     bool rdzv = a.len > env().eager_max();
     op->rdzv = rdzv;
-    op->eager_len = rdzv ? (env().rdzv_offload ? std::min(env().rdzv_eager_size, a.len) : a.len)
-                         : a.len;
+    op->eager_len =
+        rdzv ? (env().rdzv_offload ? std::min(env().rdzv_eager_size, a.len) : a.len) : a.len;
     op->wait_done = rdzv || completion_level(a.flags) != FI_TRANSMIT_COMPLETE;
     op->pending = true;
     pending_.push_back(op);
@@ -198,8 +198,10 @@ void Context::on_done(const WireHdr &h) {
     }
     op->done_seen = true;
     if (op->pending) return;  // still transmitting: completes when pumped out
-    if (h.flags & kWError) complete_tx(op, FI_EIO, C_RC_PT_DISABLED);
-    else complete_tx(op, 0, 0);
+    if (h.flags & kWError)
+        complete_tx(op, FI_EIO, C_RC_PT_DISABLED);
+    else
+        complete_tx(op, 0, 0);
 }
 
 void Context::complete_tx(TxOp *op, int err, int prov_errno) {

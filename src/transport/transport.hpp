@@ -16,7 +16,7 @@ namespace softnic::transport {
 
 // Single-copy access to a peer's memory (process_vm_readv within a host).
 class BulkReader {
-public:
+  public:
     virtual ~BulkReader() = default;
     // Copy len bytes at the peer's remote_addr into local; -errno on failure.
     virtual ssize_t read(void *local, uint64_t remote_addr, size_t len) = 0;
@@ -24,7 +24,7 @@ public:
 
 // A path to one remote receive queue.
 class Link {
-public:
+  public:
     virtual ~Link() = default;
     virtual size_t max_packet() const = 0;
     // Queue one packet: hdr followed by the payload iov. False when the peer's queue is
@@ -44,14 +44,14 @@ public:
 // Where received packets go. Returning false leaves the packet queued and stops the
 // poll: back-pressure when the receiver has nowhere to put it yet.
 class PacketSink {
-public:
+  public:
     virtual ~PacketSink() = default;
     virtual bool deliver(const uint8_t *pkt, size_t len) = 0;
 };
 
 // The local receive queue of one endpoint.
 class RxQueue {
-public:
+  public:
     virtual ~RxQueue() = default;
     // Deliver up to `budget` packets to sink; returns how many were consumed.
     virtual size_t poll(PacketSink &sink, size_t budget) = 0;

@@ -33,7 +33,9 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
-void set_fail_handler(FailHandler handler) { g_handler = handler ? handler : default_handler; }
+void set_fail_handler(FailHandler handler) {
+    g_handler = handler ? handler : default_handler;
+}
 
 void fail(const std::string &msg, const char *file, int line) {
     g_handler(msg, file, line, true);
@@ -80,8 +82,8 @@ size_t Cq::poll() {
     for (;;) {
         fi_cq_tagged_entry ents[16];
         fi_addr_t srcs[16];
-        ssize_t rc = readfrom_ ? fi_cq_readfrom(cq_.get(), ents, 16, srcs)
-                               : fi_cq_read(cq_.get(), ents, 16);
+        ssize_t rc =
+            readfrom_ ? fi_cq_readfrom(cq_.get(), ents, 16, srcs) : fi_cq_read(cq_.get(), ents, 16);
         if (rc > 0) {
             for (ssize_t i = 0; i < rc; i++)
                 ok_.push_back(Comp{ents[i], readfrom_ ? srcs[i] : FI_ADDR_NOTAVAIL});
@@ -169,7 +171,8 @@ std::string Cq::describe_errors() const {
 
 void progress_all() {
     std::lock_guard<std::mutex> lk(registry_mutex());
-    for (Cq *cq : registry()) cq->poll();
+    for (Cq *cq : registry())
+        cq->poll();
 }
 
 // ---------------------------------------------------------------------------
@@ -186,8 +189,7 @@ bool poll_until(const std::function<bool()> &pred, std::chrono::milliseconds tim
 void wait_until(const std::function<bool()> &pred, const std::string &what,
                 std::chrono::milliseconds timeout, const Loc &loc) {
     if (!poll_until(pred, timeout))
-        fail("timed out after " + std::to_string(timeout.count()) + " ms waiting for " + what,
-             loc);
+        fail("timed out after " + std::to_string(timeout.count()) + " ms waiting for " + what, loc);
 }
 
 Comp wait_comp(Cq &cq, const void *ctx, const std::string &what, const Loc &loc) {
@@ -359,7 +361,9 @@ void Endpoint::enable() {
     enable_done();
 }
 
-void Endpoint::enable_done() { name_ = get_name(&ep_->fid); }
+void Endpoint::enable_done() {
+    name_ = get_name(&ep_->fid);
+}
 
 fi_addr_t Endpoint::insert(const std::vector<uint8_t> &addr, const Loc &loc) {
     fi_addr_t fa = FI_ADDR_NOTAVAIL;
@@ -374,16 +378,18 @@ void ping(Endpoint &src, fi_addr_t dest, Endpoint &dst, size_t len, uint32_t see
     std::vector<uint8_t> out = pattern(len, seed), in(len + 1, 0);
     int rctx = 0, sctx = 0;
     if (tagged) {
-        post([&] {
-            return fi_trecv(dst.ep(), in.data(), len, nullptr, FI_ADDR_UNSPEC, tag, 0, &rctx);
-        },
-             "fi_trecv", loc);
+        post(
+            [&] {
+                return fi_trecv(dst.ep(), in.data(), len, nullptr, FI_ADDR_UNSPEC, tag, 0, &rctx);
+            },
+            "fi_trecv", loc);
         post([&] { return fi_tsend(src.ep(), out.data(), len, nullptr, dest, tag, &sctx); },
              "fi_tsend", loc);
     } else {
         post([&] { return fi_recv(dst.ep(), in.data(), len, nullptr, FI_ADDR_UNSPEC, &rctx); },
              "fi_recv", loc);
-        post([&] { return fi_send(src.ep(), out.data(), len, nullptr, dest, &sctx); }, "fi_send", loc);
+        post([&] { return fi_send(src.ep(), out.data(), len, nullptr, dest, &sctx); }, "fi_send",
+             loc);
     }
     wait_comp(src.tx(), &sctx, "ping send", loc);
     Comp rc = wait_comp(dst.rx(), &rctx, "ping receive", loc);
@@ -394,8 +400,12 @@ void ping(Endpoint &src, fi_addr_t dest, Endpoint &dst, size_t len, uint32_t see
     if (in[len] != 0) fail("receive wrote past the message length", loc);
 }
 
-uint64_t cntr_value(fid_cntr *c) { return fi_cntr_read(c); }
-uint64_t cntr_errors(fid_cntr *c) { return fi_cntr_readerr(c); }
+uint64_t cntr_value(fid_cntr *c) {
+    return fi_cntr_read(c);
+}
+uint64_t cntr_errors(fid_cntr *c) {
+    return fi_cntr_readerr(c);
+}
 
 void wait_cntr(fid_cntr *c, uint64_t value, const std::string &what, const Loc &loc) {
     wait_until([&] { return fi_cntr_read(c) >= value; },
@@ -446,7 +456,8 @@ uint8_t pattern_byte(size_t i, uint32_t seed) {
 
 void fill(void *buf, size_t len, uint32_t seed) {
     uint8_t *p = static_cast<uint8_t *>(buf);
-    for (size_t i = 0; i < len; i++) p[i] = pattern_byte(i, seed);
+    for (size_t i = 0; i < len; i++)
+        p[i] = pattern_byte(i, seed);
 }
 
 size_t mismatch(const void *buf, size_t len, uint32_t seed) {
@@ -476,9 +487,10 @@ std::vector<uint8_t> encode_addr(uint32_t nic, uint32_t pid) {
 }
 
 std::vector<size_t> pingpong_sizes() {
-    std::vector<size_t> v{0, 3, 191, 193, 2047, 2049, 16383, 16385, 18433, 18434, 65537,
-                          1048579, 4194303};
-    for (size_t s = 1; s <= 4u * 1024 * 1024; s <<= 1) v.push_back(s);
+    std::vector<size_t> v{0,     3,     191,   193,   2047,    2049,   16383,
+                          16385, 18433, 18434, 65537, 1048579, 4194303};
+    for (size_t s = 1; s <= 4u * 1024 * 1024; s <<= 1)
+        v.push_back(s);
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());
     return v;

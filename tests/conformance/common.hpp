@@ -30,13 +30,13 @@ namespace cxit {
 // API version requested from fi_getinfo. Kept below the library version so a
 // provider built for any 1.15+ API level is found.
 inline constexpr uint32_t kApiVersion = FI_VERSION(1, 15);
-inline constexpr size_t kAddrLen = 8;            // sizeof(struct cxip_addr)
-inline constexpr size_t kInjectSize = 192;       // tx_attr->inject_size
-inline constexpr uint64_t kTagBits = 48;         // FI_PROTO_CXI tag width
+inline constexpr size_t kAddrLen = 8;       // sizeof(struct cxip_addr)
+inline constexpr size_t kInjectSize = 192;  // tx_attr->inject_size
+inline constexpr uint64_t kTagBits = 48;    // FI_PROTO_CXI tag width
 inline constexpr uint64_t kMaxTag = (1ULL << kTagBits) - 1;
-inline constexpr uint32_t kPidAny = 511;         // C_PID_ANY
+inline constexpr uint32_t kPidAny = 511;           // C_PID_ANY
 inline constexpr size_t kEagerMax = 16384 + 2049;  // THRESHOLD + GET_MIN (HEAD)
-inline constexpr size_t kRdzvSize = 65536;       // rendezvous in every env variant
+inline constexpr size_t kRdzvSize = 65536;         // rendezvous in every env variant
 inline constexpr std::chrono::milliseconds kTimeout{10000};
 inline constexpr std::chrono::milliseconds kQuietWindow{150};
 
@@ -49,23 +49,23 @@ using Loc = std::source_location;
 [[noreturn]] void fail(const std::string &msg, const char *file, int line);
 [[noreturn]] void fail(const std::string &msg, const Loc &loc);
 void report(const std::string &msg, const char *file, int line);  // non-fatal
-std::string rc_str(long rc);  // "-22 (Invalid argument)"
+std::string rc_str(long rc);                                      // "-22 (Invalid argument)"
 long check_rc(long rc, const char *expr, const char *file, int line);
 
 #define CXIT_CHECK(expr) ::cxit::check_rc((expr), #expr, __FILE__, __LINE__)
 #define CXIT_FAIL(msg) ::cxit::fail((msg), __FILE__, __LINE__)
-#define CXIT_REQUIRE(cond, msg)                                                    \
-    do {                                                                           \
-        if (!(cond)) ::cxit::fail(std::string("requirement `" #cond "` failed: ") + \
-                                      (msg),                                       \
-                                  __FILE__, __LINE__);                             \
+#define CXIT_REQUIRE(cond, msg)                                                             \
+    do {                                                                                    \
+        if (!(cond))                                                                        \
+            ::cxit::fail(std::string("requirement `" #cond "` failed: ") + (msg), __FILE__, \
+                         __LINE__);                                                         \
     } while (0)
 
 // ---------------------------------------------------------------------------
 // RAII wrapper for any fid_* object with an embedded `struct fid fid`.
 template <typename T>
 class Fid {
-public:
+  public:
     Fid() = default;
     explicit Fid(T *p) : p_(p) {}
     Fid(const Fid &) = delete;
@@ -104,7 +104,7 @@ public:
         p_ = nullptr;
     }
 
-private:
+  private:
     T *p_ = nullptr;
 };
 
@@ -140,7 +140,7 @@ struct ErrComp {
 };
 
 class Cq {
-public:
+  public:
     Cq(fid_domain *domain, const fi_cq_attr &attr, bool readfrom);
     ~Cq();
     Cq(const Cq &) = delete;
@@ -156,7 +156,7 @@ public:
     size_t err_count() const;
     std::string describe_errors() const;
 
-private:
+  private:
     Fid<fid_cq> cq_;
     bool readfrom_;
     mutable std::mutex mu_;
@@ -174,8 +174,7 @@ bool poll_until(const std::function<bool()> &pred, std::chrono::milliseconds tim
 void wait_until(const std::function<bool()> &pred, const std::string &what,
                 std::chrono::milliseconds timeout = kTimeout, const Loc &loc = Loc::current());
 Comp wait_comp(Cq &cq, const void *ctx, const std::string &what, const Loc &loc = Loc::current());
-ErrComp wait_err(Cq &cq, const void *ctx, const std::string &what,
-                 const Loc &loc = Loc::current());
+ErrComp wait_err(Cq &cq, const void *ctx, const std::string &what, const Loc &loc = Loc::current());
 Comp wait_any(Cq &cq, const std::string &what, const Loc &loc = Loc::current());
 void progress_for(std::chrono::milliseconds window);
 // Polls everything for `window`; fails if `cq` produced any entry.
@@ -215,7 +214,7 @@ InfoPtr make_hints(const EpOptions &o, const char *domain);
 InfoPtr get_info(const EpOptions &o, const char *domain, const Loc &loc = Loc::current());
 
 class Endpoint {
-public:
+  public:
     Endpoint(fid_domain *domain, const fi_info *info, const EpOptions &o);
     ~Endpoint();
     Endpoint(const Endpoint &) = delete;
@@ -235,7 +234,7 @@ public:
     // Closes the EP explicitly (e.g. to check the result); returns fi_close rc.
     int close_ep() { return ep_.close(); }
 
-private:
+  private:
     InfoPtr info_;
     Fid<fid_av> av_;
     std::unique_ptr<Cq> tx_;
@@ -263,7 +262,7 @@ void wait_cntr(fid_cntr *c, uint64_t value, const std::string &what,
 // A fabric plus the domains opened in it, keyed by name and MR key flavour.
 // Endpoints created from a Session must be destroyed before it.
 class Session {
-public:
+  public:
     Session() = default;
     ~Session();
     Session(const Session &) = delete;
@@ -274,7 +273,7 @@ public:
     EndpointPtr endpoint(const char *domain_name, const EpOptions &o,
                          const Loc &loc = Loc::current());
 
-private:
+  private:
     Fid<fid_fabric> fabric_;
     std::map<std::string, Fid<fid_domain>> domains_;
 };

@@ -19,7 +19,9 @@ void gtest_handler(const std::string &msg, const char *file, int line, bool fata
 
 }  // namespace
 
-void install_gtest_handler() { set_fail_handler(gtest_handler); }
+void install_gtest_handler() {
+    set_fail_handler(gtest_handler);
+}
 
 std::string transport_name(const ::testing::TestParamInfo<TransportParam> &info) {
     return info.param.peer_domain;

@@ -62,7 +62,7 @@ struct RawEp {
 };
 
 class CxiTest : public ::testing::Test {
-protected:
+  protected:
     // Opens an AV, two CQs and an endpoint on `domain`; binds nothing.
     RawEp raw_ep(const char *domain_name, const EpOptions &o = {}, const Loc &loc = Loc::current());
     Session &session() { return session_; }
@@ -83,12 +83,12 @@ protected:
     // Inserts each endpoint's name into the other's AV.
     static void connect(Pair &p);
 
-private:
+  private:
     Session session_;
 };
 
 class TransportTest : public CxiTest, public ::testing::WithParamInterface<TransportParam> {
-protected:
+  protected:
     const char *peer_domain() const { return GetParam().peer_domain; }
     Pair make_pair(const EpOptions &oa = {}, const EpOptions &ob = {},
                    const Loc &loc = Loc::current());
@@ -107,8 +107,8 @@ void guarded(const std::function<void()> &fn);
 
 // The one place listing the transports. The UDP round adds one line:
 //   CXIT_INSTANTIATE_ONE(suite, udp, "cxi1")
-#define CXIT_INSTANTIATE_ONE(suite, tname, peer)                                            \
-    INSTANTIATE_TEST_SUITE_P(tname, suite,                                                  \
-                             ::testing::Values(::cxit::TransportParam{#tname, peer}),       \
+#define CXIT_INSTANTIATE_ONE(suite, tname, peer)                                      \
+    INSTANTIATE_TEST_SUITE_P(tname, suite,                                            \
+                             ::testing::Values(::cxit::TransportParam{#tname, peer}), \
                              ::cxit::transport_name)
 #define CXIT_INSTANTIATE_TRANSPORTS(suite) CXIT_INSTANTIATE_ONE(suite, shm, "cxi0")

@@ -57,8 +57,8 @@ int run_pingpong(Ctx &c) {
              "fi_trecv");
         proc::send_str(c.fd, "R");
         Comp rc = wait_comp(ep->rx(), &rctx, "pingpong receive");
-        CXIT_REQUIRE(rc.e.len == len, "received length " + std::to_string(rc.e.len) + " for " +
-                                          std::to_string(len));
+        CXIT_REQUIRE(rc.e.len == len,
+                     "received length " + std::to_string(rc.e.len) + " for " + std::to_string(len));
         CXIT_REQUIRE(rc.e.tag == i, "tag mismatch");
         size_t bad = mismatch(buf.data(), len, static_cast<uint32_t>(len));
         CXIT_REQUIRE(bad == SIZE_MAX, "payload of size " + std::to_string(len) +
@@ -92,7 +92,8 @@ int run_unexpected(Ctx &c) {
             post([&] { return fi_send(ep->ep(), b, len, nullptr, peer, &ctxs[i]); }, "fi_send");
     }
     proc::send_str(c.fd, "S");
-    for (size_t i = 0; i < sizes.size(); i++) wait_comp(ep->tx(), &ctxs[i], "unexpected send");
+    for (size_t i = 0; i < sizes.size(); i++)
+        wait_comp(ep->tx(), &ctxs[i], "unexpected send");
     proc::send_str(c.fd, "D");
     proc::expect_str(c.fd, "BYE");
     return g_failed ? 1 : 0;
@@ -139,11 +140,12 @@ int run_echo(Ctx &c) {
     proc::send_str(c.fd, "R");
     for (;;) {
         int rctx = 0, sctx = 0;
-        post([&] {
-            return fi_trecv(ep->ep(), buf.data(), buf.size(), nullptr, FI_ADDR_UNSPEC, 0,
-                            kMaxTag, &rctx);
-        },
-             "fi_trecv");
+        post(
+            [&] {
+                return fi_trecv(ep->ep(), buf.data(), buf.size(), nullptr, FI_ADDR_UNSPEC, 0,
+                                kMaxTag, &rctx);
+            },
+            "fi_trecv");
         Comp rc = wait_comp(ep->rx(), &rctx, "echo receive");
         const size_t len = rc.e.len;
         const uint64_t tag = rc.e.tag;

@@ -57,9 +57,13 @@ void send_blob(int fd, const void *data, size_t len) {
     if (len) write_all(fd, data, len);
 }
 
-void send_blob(int fd, const std::vector<uint8_t> &v) { send_blob(fd, v.data(), v.size()); }
+void send_blob(int fd, const std::vector<uint8_t> &v) {
+    send_blob(fd, v.data(), v.size());
+}
 
-void send_str(int fd, const std::string &s) { send_blob(fd, s.data(), s.size()); }
+void send_str(int fd, const std::string &s) {
+    send_blob(fd, s.data(), s.size());
+}
 
 std::vector<uint8_t> recv_blob(int fd, std::chrono::milliseconds timeout) {
     const auto deadline = Clock::now() + timeout;
@@ -78,12 +82,10 @@ std::string recv_str(int fd, std::chrono::milliseconds timeout) {
 
 void expect_str(int fd, const std::string &expected, std::chrono::milliseconds timeout) {
     std::string got = recv_str(fd, timeout);
-    if (got != expected)
-        CXIT_FAIL("peer said '" + got + "' but '" + expected + "' was expected");
+    if (got != expected) CXIT_FAIL("peer said '" + got + "' but '" + expected + "' was expected");
 }
 
-Child::Child(Child &&o) noexcept
-    : pid_(std::exchange(o.pid_, -1)), fd_(std::exchange(o.fd_, -1)) {}
+Child::Child(Child &&o) noexcept : pid_(std::exchange(o.pid_, -1)), fd_(std::exchange(o.fd_, -1)) {}
 
 Child &Child::operator=(Child &&o) noexcept {
     if (this != &o) {
@@ -94,7 +96,9 @@ Child &Child::operator=(Child &&o) noexcept {
     return *this;
 }
 
-Child::~Child() { cleanup(); }
+Child::~Child() {
+    cleanup();
+}
 
 void Child::cleanup() {
     if (pid_ > 0) kill_now();
@@ -153,9 +157,11 @@ Child spawn(const std::string &path, const std::string &mode, const std::string 
     env_s.insert(env_s.end(), extra_env.begin(), extra_env.end());
 
     std::vector<char *> argv_p, env_p;
-    for (auto &s : argv_s) argv_p.push_back(s.data());
+    for (auto &s : argv_s)
+        argv_p.push_back(s.data());
     argv_p.push_back(nullptr);
-    for (auto &s : env_s) env_p.push_back(s.data());
+    for (auto &s : env_s)
+        env_p.push_back(s.data());
     env_p.push_back(nullptr);
 
     pid_t pid = ::fork();

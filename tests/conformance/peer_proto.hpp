@@ -39,7 +39,7 @@ void expect_str(int fd, const std::string &expected, std::chrono::milliseconds t
 // A spawned peer process and our end of its socketpair. The destructor kills
 // (SIGKILL) and reaps a peer that is still running.
 class Child {
-public:
+  public:
     Child() = default;
     Child(pid_t pid, int fd) : pid_(pid), fd_(fd) {}
     Child(Child &&o) noexcept;
@@ -56,7 +56,7 @@ public:
     // SIGKILL + reap; returns when the process is gone.
     void kill_now();
 
-private:
+  private:
     void cleanup();
     pid_t pid_ = -1;
     int fd_ = -1;

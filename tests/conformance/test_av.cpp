@@ -14,10 +14,12 @@ namespace {
 
 // Addresses of endpoints that do not exist; the AV must accept them without
 // validation.
-std::vector<uint8_t> fake(uint32_t i) { return encode_addr(0xABC00 + i, 1 + i % 500); }
+std::vector<uint8_t> fake(uint32_t i) {
+    return encode_addr(0xABC00 + i, 1 + i % 500);
+}
 
 class AvTest : public CxiTest {
-protected:
+  protected:
     Fid<fid_av> open_av(fi_av_type type, size_t count = 0, uint64_t flags = 0) {
         fi_av_attr a{};
         a.type = type;
@@ -110,7 +112,8 @@ TEST_F(AvTest, TableInsertIsSequentialAndLookupRoundTrips) {
 
 TEST_F(AvTest, TableRemovedIndexIsReused) {
     Fid<fid_av> av = open_av(FI_AV_TABLE);
-    for (uint32_t i = 0; i < 6; i++) ASSERT_EQ(i, insert1(av.get(), fake(i)));
+    for (uint32_t i = 0; i < 6; i++)
+        ASSERT_EQ(i, insert1(av.get(), fake(i)));
     fi_addr_t hole = 3;
     ASSERT_OK(fi_av_remove(av.get(), &hole, 1, 0));
     uint8_t buf[16];
@@ -124,8 +127,10 @@ TEST_F(AvTest, TableRemovedIndexIsReused) {
 
 TEST_F(AvTest, TableGrowsBeyondAttrCount) {
     Fid<fid_av> av = open_av(FI_AV_TABLE, 4);
-    for (uint32_t i = 0; i < 40; i++) ASSERT_EQ(i, insert1(av.get(), fake(i)));
-    for (uint32_t i = 0; i < 40; i++) EXPECT_EQ(fake(i), lookup(av.get(), i));
+    for (uint32_t i = 0; i < 40; i++)
+        ASSERT_EQ(i, insert1(av.get(), fake(i)));
+    for (uint32_t i = 0; i < 40; i++)
+        EXPECT_EQ(fake(i), lookup(av.get(), i));
 }
 
 TEST_F(AvTest, DuplicateInsertReturnsExistingEntry) {
@@ -138,7 +143,8 @@ TEST_F(AvTest, DuplicateInsertReturnsExistingEntry) {
 TEST_F(AvTest, RemoveAllEntries) {
     Fid<fid_av> av = open_av(FI_AV_TABLE);
     std::vector<fi_addr_t> fa;
-    for (uint32_t i = 0; i < 8; i++) fa.push_back(insert1(av.get(), fake(i)));
+    for (uint32_t i = 0; i < 8; i++)
+        fa.push_back(insert1(av.get(), fake(i)));
     ASSERT_OK(fi_av_remove(av.get(), fa.data(), fa.size(), 0));
     for (fi_addr_t x : fa) {
         uint8_t buf[16];
@@ -158,7 +164,8 @@ TEST_F(AvTest, MapInsertLookupRemove) {
         seen.insert(fa.back());
     }
     EXPECT_EQ(12u, seen.size()) << "MAP fi_addrs are unique";
-    for (uint32_t i = 0; i < 12; i++) EXPECT_EQ(fake(i), lookup(av.get(), fa[i]));
+    for (uint32_t i = 0; i < 12; i++)
+        EXPECT_EQ(fake(i), lookup(av.get(), fa[i]));
     EXPECT_OK(fi_av_remove(av.get(), fa.data(), fa.size(), 0));
 }
 
@@ -228,7 +235,8 @@ TEST_F(AvTest, StraddrFormat) {
 
 TEST_F(AvTest, SymmetricAvOpensAndInserts) {
     Fid<fid_av> av = open_av(FI_AV_TABLE, 8, FI_SYMMETRIC);
-    for (uint32_t i = 0; i < 4; i++) EXPECT_EQ(i, insert1(av.get(), fake(i)));
+    for (uint32_t i = 0; i < 4; i++)
+        EXPECT_EQ(i, insert1(av.get(), fake(i)));
 }
 
 TEST_F(AvTest, EndpointNamesFromBothNicsInsertable) {

@@ -12,7 +12,7 @@ constexpr uint64_t kSuccessMax = (1ULL << 48) - 1;
 constexpr uint64_t kFailureMax = 127;
 
 class CntrTest : public CxiTest {
-protected:
+  protected:
     Fid<fid_cntr> open(fi_wait_obj wait = FI_WAIT_UNSPEC) {
         fi_cntr_attr a{};
         a.events = FI_CNTR_EVENTS_COMP;
@@ -124,7 +124,8 @@ TEST_F(CntrTest, WaitArguments_EINVAL) {
 TEST_F(CntrTest, SendAndRecvCompletionsCounted) {
     fi_addr_t self;
     EndpointPtr ep = counted_self(self);
-    for (uint32_t i = 0; i < 5; i++) ping(*ep, self, *ep, 16 * i, i);
+    for (uint32_t i = 0; i < 5; i++)
+        ping(*ep, self, *ep, 16 * i, i);
     EXPECT_EQ(5u, fi_cntr_read(ep->send_cntr()));
     EXPECT_EQ(5u, fi_cntr_read(ep->recv_cntr()));
     EXPECT_EQ(0u, fi_cntr_readerr(ep->send_cntr()));
@@ -151,10 +152,9 @@ TEST_F(CntrTest, CounterReadIsCurrentOnceCompletionIsSeen) {
     std::vector<uint8_t> out = pattern(kRdzvSize, 1), in(kRdzvSize);
     for (uint64_t n = 1; n <= 3; n++) {
         int sctx = 0, rctx = 0;
-        post([&] {
-            return fi_recv(ep->ep(), in.data(), in.size(), nullptr, FI_ADDR_UNSPEC, &rctx);
-        },
-             "fi_recv");
+        post(
+            [&] { return fi_recv(ep->ep(), in.data(), in.size(), nullptr, FI_ADDR_UNSPEC, &rctx); },
+            "fi_recv");
         post([&] { return fi_send(ep->ep(), out.data(), out.size(), nullptr, self, &sctx); },
              "fi_send");
         wait_comp(ep->tx(), &sctx, "send");

@@ -11,7 +11,7 @@ using namespace cxit;
 namespace {
 
 class CompletionLevelsTest : public TransportTest {
-protected:
+  protected:
     static long sendmsg(Pair &p, const void *buf, size_t len, void *ctx, uint64_t flags) {
         iovec iov{const_cast<void *>(buf), len};
         fi_msg m{&iov, nullptr, 1, p.a2b, ctx, 0};
@@ -91,7 +91,8 @@ TEST_P(CompletionLevelsTest, SelectiveCompletionSuppressesUnflaggedSends) {
     for (int i = 0; i < 3; i++)
         ASSERT_OK(fi_send(p.a->ep(), "quiet", 6, nullptr, p.a2b, nullptr));
     ASSERT_OK(sendmsg(p, "loud", 5, &flagged, FI_COMPLETION));
-    for (int i = 0; i < 4; i++) wait_comp(p.b->rx(), &r[i], "receive");
+    for (int i = 0; i < 4; i++)
+        wait_comp(p.b->rx(), &r[i], "receive");
     wait_cntr(p.a->send_cntr(), 4, "send");
     Comp c = wait_comp(p.a->tx(), &flagged, "the FI_COMPLETION send");
     EXPECT_EQ(FI_MSG | FI_SEND, c.e.flags);

@@ -11,15 +11,15 @@ namespace {
 
 size_t entry_size(fi_cq_format f) {
     switch (f) {
-    case FI_CQ_FORMAT_UNSPEC:
-    case FI_CQ_FORMAT_CONTEXT:
-        return sizeof(fi_cq_entry);
-    case FI_CQ_FORMAT_MSG:
-        return sizeof(fi_cq_msg_entry);
-    case FI_CQ_FORMAT_DATA:
-        return sizeof(fi_cq_data_entry);
-    case FI_CQ_FORMAT_TAGGED:
-        return sizeof(fi_cq_tagged_entry);
+        case FI_CQ_FORMAT_UNSPEC:
+        case FI_CQ_FORMAT_CONTEXT:
+            return sizeof(fi_cq_entry);
+        case FI_CQ_FORMAT_MSG:
+            return sizeof(fi_cq_msg_entry);
+        case FI_CQ_FORMAT_DATA:
+            return sizeof(fi_cq_data_entry);
+        case FI_CQ_FORMAT_TAGGED:
+            return sizeof(fi_cq_tagged_entry);
     }
     return 0;
 }
@@ -33,7 +33,7 @@ struct FmtEp {
 };
 
 class CqTest : public CxiTest {
-protected:
+  protected:
     void open_fmt_ep(FmtEp &f, const fi_cq_attr *attr, uint64_t caps) {
         EpOptions o;
         o.caps = caps;
@@ -152,8 +152,8 @@ TEST_P(CqFormatTest, EntriesCarryFormatFields) {
     int sctx[2], rctx[2];
     for (int i = 0; i < 2; i++) {
         ASSERT_OK(fi_trecv(f.ep.get(), &in[i], 8, nullptr, FI_ADDR_UNSPEC, 40 + i, 0, &rctx[i]));
-        ASSERT_OK(fi_tsenddata(f.ep.get(), &out[i], 8, nullptr, 0xD0 + i, f.self, 40 + i,
-                               &sctx[i]));
+        ASSERT_OK(
+            fi_tsenddata(f.ep.get(), &out[i], 8, nullptr, 0xD0 + i, f.self, 40 + i, &sctx[i]));
     }
     std::vector<fi_addr_t> src;
     std::vector<uint8_t> raw = read_raw(f.cq.get(), fmt, 4, src);

@@ -12,7 +12,7 @@ using namespace cxit;
 namespace {
 
 class ErrorsTest : public CxiTest {
-protected:
+  protected:
     EndpointPtr self_ep(fi_addr_t &self, const EpOptions &o = {}) {
         return make_self("cxi0", self, o);
     }
@@ -51,8 +51,7 @@ TEST_F(ErrorsTest, EpBindInvalidObjects_EINVAL) {
     EXPECT_RC(-FI_EINVAL, fi_ep_bind(r.ep.get(), &r.cq->fid, FI_REMOTE_READ))
         << "CQ flags outside SEND/RECV/SELECTIVE_COMPLETION";
     ASSERT_OK(fi_ep_bind(r.ep.get(), &r.cq->fid, FI_TRANSMIT));
-    EXPECT_RC(-FI_EINVAL, fi_ep_bind(r.ep.get(), &r.cq2->fid, FI_TRANSMIT))
-        << "second TX CQ";
+    EXPECT_RC(-FI_EINVAL, fi_ep_bind(r.ep.get(), &r.cq2->fid, FI_TRANSMIT)) << "second TX CQ";
 }
 
 TEST_F(ErrorsTest, EpBindMrOrSecondCounter_EINVAL) {
@@ -304,14 +303,16 @@ TEST_F(ErrorsTest, TxQueueFull_EAGAIN) {
     std::vector<uint8_t> in(kRdzvSize);
     std::vector<int> rctx(posted);
     for (size_t i = 0; i < posted; i++) {
-        post([&] {
-            return fi_trecv(ep->ep(), in.data(), in.size(), nullptr, FI_ADDR_UNSPEC, 3, 0,
-                            &rctx[i]);
-        },
-             "fi_trecv");
+        post(
+            [&] {
+                return fi_trecv(ep->ep(), in.data(), in.size(), nullptr, FI_ADDR_UNSPEC, 3, 0,
+                                &rctx[i]);
+            },
+            "fi_trecv");
         wait_comp(ep->rx(), &rctx[i], "receive of queued send");
     }
-    for (size_t i = 0; i < posted; i++) wait_comp(ep->tx(), &ctx[i], "queued send");
+    for (size_t i = 0; i < posted; i++)
+        wait_comp(ep->tx(), &ctx[i], "queued send");
     EXPECT_EQ(SIZE_MAX, mismatch(in.data(), in.size(), 9));
 }
 

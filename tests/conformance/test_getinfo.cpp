@@ -15,8 +15,8 @@ using namespace cxit;
 namespace {
 
 constexpr uint64_t kTxOpFlags = FI_INJECT | FI_COMPLETION | FI_INJECT_COMPLETE |
-                                FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE |
-                                FI_MATCH_COMPLETE | FI_REMOTE_CQ_DATA | FI_MORE | FI_FENCE;
+                                FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_MATCH_COMPLETE |
+                                FI_REMOTE_CQ_DATA | FI_MORE | FI_FENCE;
 static_assert(kTxOpFlags == 0x9f260000ULL);
 constexpr uint64_t kRxOpFlags = FI_COMPLETION | FI_MULTI_RECV | FI_MORE;
 static_assert(kRxOpFlags == 0x1050000ULL);
@@ -55,7 +55,7 @@ std::map<std::string, std::vector<const fi_info *>> by_domain(const fi_info *hea
 }
 
 class GetinfoTest : public CxiTest {
-protected:
+  protected:
     // First cxi info for `domain` with no hints at all.
     const fi_info *nohints_first(const char *domain) {
         if (!nohints_) {
@@ -83,7 +83,8 @@ TEST_F(GetinfoTest, NoHintsTwoInfosPerNicProviderKeyFirst) {
         EXPECT_EQ(8u, v[0]->domain_attr->mr_key_size) << name;
         EXPECT_EQ(kClientKeyMr, v[1]->domain_attr->mr_mode) << name;
         EXPECT_EQ(4u, v[1]->domain_attr->mr_key_size) << name;
-        for (const fi_info *i : v) EXPECT_EQ(FI_PROTO_CXI, i->ep_attr->protocol) << name;
+        for (const fi_info *i : v)
+            EXPECT_EQ(FI_PROTO_CXI, i->ep_attr->protocol) << name;
     }
 }
 
@@ -244,8 +245,8 @@ TEST_F(GetinfoTest, CapsTrimmedToRequest) {
         o.caps = c.ask;
         InfoPtr info = get_info(o, "cxi0");
         EXPECT_EQ(c.must, info->caps & c.must) << std::hex << "asked 0x" << c.ask;
-        EXPECT_EQ(0u, info->caps & c.mustnt) << std::hex << "asked 0x" << c.ask << " got 0x"
-                                             << info->caps;
+        EXPECT_EQ(0u, info->caps & c.mustnt)
+            << std::hex << "asked 0x" << c.ask << " got 0x" << info->caps;
     }
 }
 

@@ -12,7 +12,7 @@ namespace {
 constexpr uint64_t kRemote = FI_REMOTE_READ | FI_REMOTE_WRITE;
 
 class MrTest : public CxiTest {
-protected:
+  protected:
     void SetUp() override {
         opts_.caps = FI_MSG;  // registration works without RMA, which comes later
         buf_.resize(1 << 16);
@@ -104,8 +104,8 @@ TEST_F(MrTest, IovCountRules) {
 
 TEST_F(MrTest, DirectedRecvFlag_EINVAL) {
     Fid<fid_mr> mr;
-    EXPECT_RC(-FI_EINVAL, CXIT_OPEN(mr, fi_mr_reg(dom(), buf_.data(), 4096, kRemote, 0, 0, FI_DIRECTED_RECV,
-                                    OUT, nullptr)));
+    EXPECT_RC(-FI_EINVAL, CXIT_OPEN(mr, fi_mr_reg(dom(), buf_.data(), 4096, kRemote, 0, 0,
+                                                  FI_DIRECTED_RECV, OUT, nullptr)));
 }
 
 TEST_F(MrTest, ZeroLengthRegionGetsAKey) {
@@ -164,8 +164,8 @@ TEST_F(MrTest, ClientKeysZeroTo199AllUsable) {
 
 TEST_F(MrTest, ClientKeyAbove32Bits_EKEYREJECTED) {
     Fid<fid_mr> mr;
-    EXPECT_RC(-FI_EKEYREJECTED,
-              CXIT_OPEN(mr, fi_mr_reg(dom(false), buf_.data(), 64, kRemote, 0, 1ULL << 32, 0, OUT, nullptr)));
+    EXPECT_RC(-FI_EKEYREJECTED, CXIT_OPEN(mr, fi_mr_reg(dom(false), buf_.data(), 64, kRemote, 0,
+                                                        1ULL << 32, 0, OUT, nullptr)));
 }
 
 TEST_F(MrTest, DuplicateRemoteClientKey_ENOKEY) {

@@ -10,11 +10,11 @@ using namespace cxit;
 
 namespace {
 
-const std::vector<size_t> kSizes{0,     1,     64,    191,   192,     193,      2048,
-                                 2049,  16384, 18433, 18434, 65536,   1u << 20, (3u << 20) + 5};
+const std::vector<size_t> kSizes{0,    1,     64,    191,   192,   193,      2048,
+                                 2049, 16384, 18433, 18434, 65536, 1u << 20, (3u << 20) + 5};
 
 class MsgTest : public TransportTest {
-protected:
+  protected:
     // a -> b transfer of `len` bytes; the receive is posted after the send
     // when `unexpected`.
     void xfer(Pair &p, size_t len, bool unexpected, uint32_t seed) {
@@ -25,8 +25,7 @@ protected:
                  "fi_recv");
         };
         if (!unexpected) recv();
-        post([&] { return fi_send(p.a->ep(), out.data(), len, nullptr, p.a2b, &sctx); },
-             "fi_send");
+        post([&] { return fi_send(p.a->ep(), out.data(), len, nullptr, p.a2b, &sctx); }, "fi_send");
         if (unexpected) {
             progress_for(std::chrono::milliseconds(5));
             recv();
@@ -152,7 +151,8 @@ TEST_P(MsgTest, SizesUnexpected) {
 TEST_P(MsgTest, SelfLoopback) {
     fi_addr_t self;
     EndpointPtr ep = make_self(peer_domain(), self);
-    for (size_t len : {size_t{0}, size_t{100}, kEagerMax, kRdzvSize}) ping(*ep, self, *ep, len, 3);
+    for (size_t len : {size_t{0}, size_t{100}, kEagerMax, kRdzvSize})
+        ping(*ep, self, *ep, len, 3);
 }
 
 void check_trunc(const ErrComp &e, const void *ctx, size_t buf_len, size_t msg_len) {
@@ -169,17 +169,21 @@ TEST_P(MsgTest, TruncationReportsDeliveredAndOverflowLengths) {
     struct Case {
         size_t msg, buf;
         bool unexpected;
-    } cases[] = {{1000, 512, false}, {1000, 512, true}, {kRdzvSize, 50000, false},
-                 {kRdzvSize, 50000, true}, {kRdzvSize, 100, false}};
+    } cases[] = {{1000, 512, false},
+                 {1000, 512, true},
+                 {kRdzvSize, 50000, false},
+                 {kRdzvSize, 50000, true},
+                 {kRdzvSize, 100, false}};
     for (const Case &c : cases) {
         SCOPED_TRACE(std::to_string(c.msg) + " into " + std::to_string(c.buf));
         std::vector<uint8_t> out = pattern(c.msg, 11), in(c.buf + 1, 0xEE);
         int sctx = 0, rctx = 0;
         auto recv = [&] {
-            post([&] {
-                return fi_recv(p.b->ep(), in.data(), c.buf, nullptr, FI_ADDR_UNSPEC, &rctx);
-            },
-                 "fi_recv");
+            post(
+                [&] {
+                    return fi_recv(p.b->ep(), in.data(), c.buf, nullptr, FI_ADDR_UNSPEC, &rctx);
+                },
+                "fi_recv");
         };
         if (!c.unexpected) recv();
         post([&] { return fi_send(p.a->ep(), out.data(), c.msg, nullptr, p.a2b, &sctx); },
@@ -210,18 +214,20 @@ TEST_P(MsgTest, SendAfterSendOrderingUnexpected) {
     }
     progress_for(std::chrono::milliseconds(5));
     for (size_t i = 0; i < kN; i++)
-        post([&] {
-            return fi_recv(p.b->ep(), in[i].data(), in[i].size(), nullptr, FI_ADDR_UNSPEC,
-                           &rctx[i]);
-        },
-             "fi_recv");
+        post(
+            [&] {
+                return fi_recv(p.b->ep(), in[i].data(), in[i].size(), nullptr, FI_ADDR_UNSPEC,
+                               &rctx[i]);
+            },
+            "fi_recv");
     for (size_t i = 0; i < kN; i++) {
         Comp r = wait_comp(p.b->rx(), &rctx[i], "ordered receive " + std::to_string(i));
         EXPECT_EQ(out[i].size(), r.e.len) << "receive " << i << " matched another message";
         EXPECT_EQ(SIZE_MAX, mismatch(in[i].data(), out[i].size(), static_cast<uint32_t>(i)))
             << "receive " << i;
     }
-    for (size_t i = 0; i < kN; i++) wait_comp(p.a->tx(), &sctx[i], "ordered send");
+    for (size_t i = 0; i < kN; i++)
+        wait_comp(p.a->tx(), &sctx[i], "ordered send");
 }
 
 TEST_P(MsgTest, SendAfterSendOrderingExpected) {
@@ -230,10 +236,12 @@ TEST_P(MsgTest, SendAfterSendOrderingExpected) {
     std::vector<uint32_t> in(kN, ~0u), out(kN);
     std::vector<int> sctx(kN), rctx(kN);
     for (uint32_t i = 0; i < kN; i++)
-        post([&] {
-            return fi_recv(p.b->ep(), &in[i], sizeof(uint32_t), nullptr, FI_ADDR_UNSPEC, &rctx[i]);
-        },
-             "fi_recv");
+        post(
+            [&] {
+                return fi_recv(p.b->ep(), &in[i], sizeof(uint32_t), nullptr, FI_ADDR_UNSPEC,
+                               &rctx[i]);
+            },
+            "fi_recv");
     for (uint32_t i = 0; i < kN; i++) {
         out[i] = i;
         post([&] { return fi_send(p.a->ep(), &out[i], 4, nullptr, p.a2b, &sctx[i]); }, "fi_send");

@@ -11,7 +11,7 @@ using namespace cxit;
 namespace {
 
 class MultiRecvTest : public TransportTest {
-protected:
+  protected:
     void SetUp() override { p_ = make_pair(); }
 
     void set_min(Endpoint &e, size_t v) {
@@ -33,7 +33,8 @@ protected:
             post([&] { return fi_send(p_.a->ep(), b, lens[i], nullptr, p_.a2b, &ctx[i]); },
                  "fi_send");
         }
-        for (size_t i = 0; i < lens.size(); i++) wait_comp(p_.a->tx(), &ctx[i], "send");
+        for (size_t i = 0; i < lens.size(); i++)
+            wait_comp(p_.a->tx(), &ctx[i], "send");
         return out;
     }
     // Collects `n` completions of the multi-receive `ctx` and checks that
@@ -82,8 +83,11 @@ TEST_P(MultiRecvTest, MinimumFreeSpaceReleasesBufferEarly) {
     int ctx = 0, rctx = 0;
     post_multi(*p_.b, buf.data(), buf.size(), &ctx);
     std::vector<uint8_t> next(300, 0);
-    post([&] { return fi_recv(p_.b->ep(), next.data(), next.size(), nullptr, FI_ADDR_UNSPEC, &rctx); },
-         "fi_recv");
+    post(
+        [&] {
+            return fi_recv(p_.b->ep(), next.data(), next.size(), nullptr, FI_ADDR_UNSPEC, &rctx);
+        },
+        "fi_recv");
     // 3 x 250: 250 bytes remain after the third, below the 300 minimum.
     send_all({250, 250, 250, 250});
     expect_packed({250, 250, 250}, buf.data(), &ctx, true);
@@ -97,8 +101,11 @@ TEST_P(MultiRecvTest, DefaultMinimumIs64Bytes) {
     int ctx = 0, rctx = 0;
     post_multi(*p_.b, buf.data(), buf.size(), &ctx);
     std::vector<uint8_t> next(64, 0);
-    post([&] { return fi_recv(p_.b->ep(), next.data(), next.size(), nullptr, FI_ADDR_UNSPEC, &rctx); },
-         "fi_recv");
+    post(
+        [&] {
+            return fi_recv(p_.b->ep(), next.data(), next.size(), nullptr, FI_ADDR_UNSPEC, &rctx);
+        },
+        "fi_recv");
     // 872 + 64 = 936: 64 bytes left keep the buffer; 1 more byte releases it.
     send_all({872, 64, 1, 2});
     expect_packed({872, 64, 1}, buf.data(), &ctx, true);
@@ -123,7 +130,8 @@ TEST_P(MultiRecvTest, LastMessageThatDoesNotFitIsTruncated) {
 TEST_P(MultiRecvTest, RendezvousMessagesArePacked) {
     const std::vector<size_t> lens{kRdzvSize, kRdzvSize + 1, 300, kRdzvSize, 60};
     size_t total = 0;
-    for (size_t l : lens) total += l;
+    for (size_t l : lens)
+        total += l;
     std::vector<uint8_t> buf(total + 40);  // 40 < 64 left after the last message
     int ctx = 0;
     post_multi(*p_.b, buf.data(), buf.size(), &ctx);
@@ -138,15 +146,15 @@ TEST_P(MultiRecvTest, UnexpectedMessagesLandInLaterBuffer) {
     for (size_t i = 0; i < lens.size(); i++) {
         out.push_back(pattern(lens[i], static_cast<uint32_t>(i)));
         void *b = out.back().data();
-        post([&] { return fi_send(p_.a->ep(), b, lens[i], nullptr, p_.a2b, &sctx[i]); },
-             "fi_send");
+        post([&] { return fi_send(p_.a->ep(), b, lens[i], nullptr, p_.a2b, &sctx[i]); }, "fi_send");
     }
     progress_for(std::chrono::milliseconds(5));
     std::vector<uint8_t> buf(8192);
     int ctx = 0;
     post_multi(*p_.b, buf.data(), buf.size(), &ctx);
     expect_packed(lens, buf.data(), &ctx, false);
-    for (size_t i = 0; i < lens.size(); i++) wait_comp(p_.a->tx(), &sctx[i], "send");
+    for (size_t i = 0; i < lens.size(); i++)
+        wait_comp(p_.a->tx(), &sctx[i], "send");
     ASSERT_OK(fi_cancel(&p_.b->ep()->fid, &ctx));
     ErrComp e = wait_err(p_.b->rx(), &ctx, "cancel of the partly used buffer");
     EXPECT_EQ(FI_ECANCELED, e.e.err);
@@ -177,8 +185,8 @@ TEST_P(MultiRecvTest, TaggedReceiveIgnoresMultiRecvFlag) {
     EXPECT_EQ(FI_TAGGED | FI_RECV, c.e.flags) << "no FI_MULTI_RECV for tagged receives";
     EXPECT_EQ(nullptr, c.e.buf);
     EXPECT_STREQ("one", reinterpret_cast<char *>(buf.data()));
-    ASSERT_OK(fi_trecv(p_.b->ep(), second.data(), second.size(), nullptr, FI_ADDR_UNSPEC, 9, 0,
-                       &ctx2));
+    ASSERT_OK(
+        fi_trecv(p_.b->ep(), second.data(), second.size(), nullptr, FI_ADDR_UNSPEC, 9, 0, &ctx2));
     wait_comp(p_.b->rx(), &ctx2, "second tagged message goes to the next receive");
     EXPECT_STREQ("two", reinterpret_cast<char *>(second.data()));
 }

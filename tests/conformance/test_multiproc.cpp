@@ -19,7 +19,7 @@ using namespace cxit;
 namespace {
 
 class MultiProcTest : public TransportTest {
-protected:
+  protected:
     proc::Child spawn(const std::string &mode, const std::vector<std::string> &args = {},
                       const std::vector<std::string> &env = {}) {
         return proc::spawn(CXIT_PEER_PATH, mode, peer_domain(), args, env);
@@ -87,10 +87,12 @@ void MultiProcTest::unexpected_burst(const std::vector<std::string> &env) {
     for (size_t k = sizes.size(); k-- > 0;) {  // tagged ones in reverse order
         if (k % 2) continue;
         in[k].assign(sizes[k], 0);
-        post([&] {
-            return fi_trecv(ep->ep(), in[k].data(), sizes[k], nullptr, peer, 100 + k, 0, &rctx[k]);
-        },
-             "fi_trecv");
+        post(
+            [&] {
+                return fi_trecv(ep->ep(), in[k].data(), sizes[k], nullptr, peer, 100 + k, 0,
+                                &rctx[k]);
+            },
+            "fi_trecv");
     }
     for (size_t k = 1; k < sizes.size(); k += 2) {  // untagged ones in send order
         in[k].assign(sizes[k], 0);
@@ -109,13 +111,17 @@ void MultiProcTest::unexpected_burst(const std::vector<std::string> &env) {
     EXPECT_EQ(0, c.wait_exit()) << "peer reported a failure (see its stderr)";
 }
 
-TEST_P(MultiProcTest, PingPongAllSizes) { pingpong_all_sizes({}); }
+TEST_P(MultiProcTest, PingPongAllSizes) {
+    pingpong_all_sizes({});
+}
 
 TEST_P(MultiProcTest, PingPongAllSizesSoftwareMatchingPeer) {
     pingpong_all_sizes(proc::sw_match_env());
 }
 
-TEST_P(MultiProcTest, UnexpectedMessagesFromPeer) { unexpected_burst({}); }
+TEST_P(MultiProcTest, UnexpectedMessagesFromPeer) {
+    unexpected_burst({});
+}
 
 TEST_P(MultiProcTest, UnexpectedMessagesFromSoftwareMatchingPeer) {
     unexpected_burst(proc::sw_match_env());
@@ -123,8 +129,7 @@ TEST_P(MultiProcTest, UnexpectedMessagesFromSoftwareMatchingPeer) {
 
 TEST_P(MultiProcTest, SharedAvOpenedReadOnlyByPeer) {
     static std::atomic<int> seq{0};
-    const std::string name =
-        "cxit_av_" + std::to_string(getpid()) + "_" + std::to_string(seq++);
+    const std::string name = "cxit_av_" + std::to_string(getpid()) + "_" + std::to_string(seq++);
     EpOptions o;
     o.av_name = name.c_str();
     EndpointPtr ep = make_ep("cxi0", o);
@@ -141,8 +146,9 @@ TEST_P(MultiProcTest, SharedAvOpenedReadOnlyByPeer) {
     proc::send_str(c.fd(), "2");  // our fi_addr in the shared AV
     std::vector<uint8_t> small(1000), big(kRdzvSize);
     int r1 = 0, r2 = 0;
-    post([&] { return fi_recv(ep->ep(), small.data(), small.size(), nullptr, FI_ADDR_UNSPEC, &r1); },
-         "fi_recv");
+    post(
+        [&] { return fi_recv(ep->ep(), small.data(), small.size(), nullptr, FI_ADDR_UNSPEC, &r1); },
+        "fi_recv");
     post([&] { return fi_recv(ep->ep(), big.data(), big.size(), nullptr, FI_ADDR_UNSPEC, &r2); },
          "fi_recv");
     wait_comp(ep->rx(), &r1, "message sent through the shared AV");

@@ -39,7 +39,7 @@ struct Param {
 };
 
 class ParamsTest : public CxiTest {
-protected:
+  protected:
     // Variables defined by the cxi provider, keyed by environment name.
     std::map<std::string, Param> cxi_params() {
         // Parameters are defined when the provider initializes, which the core
@@ -51,8 +51,8 @@ protected:
         std::map<std::string, Param> m;
         for (int i = 0; i < count; i++) {
             if (!params[i].name || std::strncmp(params[i].name, "FI_CXI_", 7) != 0) continue;
-            m[params[i].name] = Param{params[i].type,
-                                      params[i].help_string ? params[i].help_string : ""};
+            m[params[i].name] =
+                Param{params[i].type, params[i].help_string ? params[i].help_string : ""};
         }
         fi_freeparams(params);
         return m;
@@ -112,7 +112,8 @@ TEST_F(ParamsTest, NoDuplicateDefinitions) {
         if (params[i].name && std::strncmp(params[i].name, "FI_CXI_", 7) == 0)
             seen[params[i].name]++;
     fi_freeparams(params);
-    for (const auto &[name, n] : seen) EXPECT_EQ(1, n) << name << " defined " << n << " times";
+    for (const auto &[name, n] : seen)
+        EXPECT_EQ(1, n) << name << " defined " << n << " times";
 }
 
 }  // namespace

@@ -8,7 +8,7 @@ using namespace cxit;
 namespace {
 
 class PeekClaimCancelTest : public TransportTest {
-protected:
+  protected:
     void SetUp() override { p_ = make_pair(); }
 
     long trecvmsg(void *buf, size_t len, uint64_t tag, void *ctx, uint64_t flags) {
@@ -39,9 +39,7 @@ protected:
         return *c;
     }
     void tsenddata(const void *buf, size_t len, uint64_t tag, uint64_t data, void *ctx) {
-        post([&] {
-            return fi_tsenddata(p_.a->ep(), buf, len, nullptr, data, p_.a2b, tag, ctx);
-        },
+        post([&] { return fi_tsenddata(p_.a->ep(), buf, len, nullptr, data, p_.a2b, tag, ctx); },
              "fi_tsenddata");
     }
     Pair p_;
@@ -97,10 +95,12 @@ TEST_P(PeekClaimCancelTest, ClaimedMessageIsHiddenUntilClaimReceive) {
         Comp c = peek_found(3, &cctx, FI_CLAIM);
         EXPECT_EQ(len, c.e.len);
         EXPECT_FALSE(peek_once(3, &pctx).has_value()) << "claimed message visible to peek";
-        post([&] {
-            return fi_trecv(p_.b->ep(), in_other.data(), len, nullptr, FI_ADDR_UNSPEC, 3, 0, &rctx);
-        },
-             "fi_trecv");
+        post(
+            [&] {
+                return fi_trecv(p_.b->ep(), in_other.data(), len, nullptr, FI_ADDR_UNSPEC, 3, 0,
+                                &rctx);
+            },
+            "fi_trecv");
         expect_quiet(p_.b->rx(), "a receive matched the claimed message");
         tsenddata(other.data(), len, 3, 2, &s2);
         Comp r = wait_comp(p_.b->rx(), &rctx, "receive of the second message");

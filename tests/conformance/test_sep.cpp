@@ -22,7 +22,7 @@ struct Sep {
 };
 
 class SepTest : public TransportTest {
-protected:
+  protected:
     // Builds a SEP with `n` context pairs; returns the first failing rc.
     long build(Sep &s, EpOptions o, int n, const char *service = nullptr) {
         o.src_service = service;
@@ -43,8 +43,10 @@ protected:
         s.tx.resize(n);
         s.rx.resize(n);
         for (int i = 0; i < n; i++) {
-            if ((rc = CXIT_OPEN(s.tx[i], fi_tx_context(s.sep.get(), i, nullptr, OUT, nullptr)))) return rc;
-            if ((rc = CXIT_OPEN(s.rx[i], fi_rx_context(s.sep.get(), i, nullptr, OUT, nullptr)))) return rc;
+            if ((rc = CXIT_OPEN(s.tx[i], fi_tx_context(s.sep.get(), i, nullptr, OUT, nullptr))))
+                return rc;
+            if ((rc = CXIT_OPEN(s.rx[i], fi_rx_context(s.sep.get(), i, nullptr, OUT, nullptr))))
+                return rc;
             s.txcq.push_back(std::make_unique<Cq>(d, ca, false));
             s.rxcq.push_back(std::make_unique<Cq>(d, ca, false));
             if ((rc = fi_ep_bind(s.tx[i].get(), &s.txcq[i]->get()->fid, FI_TRANSMIT))) return rc;
@@ -70,8 +72,8 @@ protected:
         std::vector<uint32_t> in(kCtx, ~0u), out(kCtx);
         std::vector<int> rctx(kCtx), sctx(kCtx);
         for (int i = 0; i < kCtx; i++)
-            ASSERT_OK(fi_trecv(s.rx[i].get(), &in[i], 4, nullptr, FI_ADDR_UNSPEC, 0, kMaxTag,
-                               &rctx[i]));
+            ASSERT_OK(
+                fi_trecv(s.rx[i].get(), &in[i], 4, nullptr, FI_ADDR_UNSPEC, 0, kMaxTag, &rctx[i]));
         for (uint32_t i = 0; i < kCtx; i++) {
             out[i] = i;
             post([&] { return fi_tsend(b.ep(), &out[i], 4, nullptr, targets[i], 1, &sctx[i]); },
@@ -92,7 +94,8 @@ TEST_P(SepTest, RxAddrTargetsEachReceiveContext) {
     EndpointPtr b = peer();
     fi_addr_t base = b->insert(s.name);
     std::vector<fi_addr_t> targets;
-    for (int i = 0; i < kCtx; i++) targets.push_back(fi_rx_addr(base, i, kCtxBits));
+    for (int i = 0; i < kCtx; i++)
+        targets.push_back(fi_rx_addr(base, i, kCtxBits));
     expect_routed(s, *b, targets);
 }
 
@@ -133,7 +136,8 @@ TEST_P(SepTest, ContextsUseConsecutivePidsFromTheBase) {
     EXPECT_EQ(base, a.pid) << "fi_getname reports the base PID";
     EndpointPtr b = peer();
     std::vector<fi_addr_t> targets;
-    for (uint32_t i = 0; i < kCtx; i++) targets.push_back(b->insert(encode_addr(a.nic, base + i)));
+    for (uint32_t i = 0; i < kCtx; i++)
+        targets.push_back(b->insert(encode_addr(a.nic, base + i)));
     expect_routed(s, *b, targets);
 
     const std::string taken = std::to_string(base + 2);

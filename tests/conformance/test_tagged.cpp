@@ -10,15 +10,14 @@ using namespace cxit;
 namespace {
 
 class TaggedTest : public TransportTest {
-protected:
+  protected:
     void trecv(Endpoint &e, void *buf, size_t len, uint64_t tag, uint64_t ignore, void *ctx,
                fi_addr_t src = FI_ADDR_UNSPEC) {
         post([&] { return fi_trecv(e.ep(), buf, len, nullptr, src, tag, ignore, ctx); },
              "fi_trecv");
     }
     void tsend(Pair &p, const void *buf, size_t len, uint64_t tag, void *ctx) {
-        post([&] { return fi_tsend(p.a->ep(), buf, len, nullptr, p.a2b, tag, ctx); },
-             "fi_tsend");
+        post([&] { return fi_tsend(p.a->ep(), buf, len, nullptr, p.a2b, tag, ctx); }, "fi_tsend");
     }
 };
 
@@ -102,7 +101,8 @@ TEST_P(TaggedTest, IgnoreMaskSelectsMatchingBits) {
 
 TEST_P(TaggedTest, FullFortyEightBitTags) {
     Pair p = make_pair();
-    for (uint64_t tag : {uint64_t{0}, kMaxTag, uint64_t{0x800000000001}, uint64_t{0x5A5A5A5A5A5A}}) {
+    for (uint64_t tag :
+         {uint64_t{0}, kMaxTag, uint64_t{0x800000000001}, uint64_t{0x5A5A5A5A5A5A}}) {
         uint64_t in = 0, out = tag ^ 0x1234;
         int rctx = 0;
         trecv(*p.b, &in, 8, tag, 0, &rctx);
@@ -138,13 +138,15 @@ TEST_P(TaggedTest, UnexpectedMatchInArrivalOrder) {
         tsend(p, out[i].data(), lens[i], 99, &sctx[i]);
     }
     progress_for(std::chrono::milliseconds(5));
-    for (size_t i = 0; i < kN; i++) trecv(*p.b, in[i].data(), kRdzvSize, 99, 0, &rctx[i]);
+    for (size_t i = 0; i < kN; i++)
+        trecv(*p.b, in[i].data(), kRdzvSize, 99, 0, &rctx[i]);
     for (size_t i = 0; i < kN; i++) {
         Comp c = wait_comp(p.b->rx(), &rctx[i], "receive " + std::to_string(i));
         EXPECT_EQ(lens[i], c.e.len) << "receive " << i << " got a later message";
         EXPECT_EQ(SIZE_MAX, mismatch(in[i].data(), lens[i], static_cast<uint32_t>(i)));
     }
-    for (size_t i = 0; i < kN; i++) wait_comp(p.a->tx(), &sctx[i], "send");
+    for (size_t i = 0; i < kN; i++)
+        wait_comp(p.a->tx(), &sctx[i], "send");
 }
 
 TEST_P(TaggedTest, UnexpectedMatchedByTag) {
@@ -157,7 +159,8 @@ TEST_P(TaggedTest, UnexpectedMatchedByTag) {
         post([&] { return fi_tinject(p.a->ep(), &v, 8, p.a2b, 0x100 + t); }, "fi_tinject");
     }
     progress_for(std::chrono::milliseconds(5));
-    for (int t = kN - 1; t >= 0; t--) trecv(*p.b, &in[t], 8, 0x100 + t, 0, &rctx[t]);
+    for (int t = kN - 1; t >= 0; t--)
+        trecv(*p.b, &in[t], 8, 0x100 + t, 0, &rctx[t]);
     for (int t = 0; t < kN; t++) {
         Comp c = wait_comp(p.b->rx(), &rctx[t], "tagged receive");
         EXPECT_EQ(0x100u + t, c.e.tag);

@@ -35,10 +35,12 @@ TEST_P(ThreadsTest, ConcurrentSendersOnOneEndpoint) {
                     for (uint64_t i = 0; i < kPer; i++) {
                         const uint64_t tag = t * kPer + i;
                         out[i] = tag * 3 + 1;
-                        post([&] {
-                            return fi_tsend(p.a->ep(), &out[i], 8, nullptr, p.a2b, tag, &sctx[i]);
-                        },
-                             "fi_tsend");
+                        post(
+                            [&] {
+                                return fi_tsend(p.a->ep(), &out[i], 8, nullptr, p.a2b, tag,
+                                                &sctx[i]);
+                            },
+                            "fi_tsend");
                     }
                     for (uint64_t i = 0; i < kPer; i++)
                         wait_comp(p.a->tx(), &sctx[i], "threaded send");
@@ -74,7 +76,8 @@ TEST_P(ThreadsTest, ConcurrentReadersOfOneCq) {
                         if (n == -FI_EAGAIN) continue;
                         if (n < 0) CXIT_FAIL("fi_cq_read: " + rc_str(n));
                         std::lock_guard<std::mutex> lk(mu);
-                        for (ssize_t i = 0; i < n; i++) seen.insert(e[i].op_context);
+                        for (ssize_t i = 0; i < n; i++)
+                            seen.insert(e[i].op_context);
                         got += static_cast<int>(n);
                     }
                 });
@@ -174,7 +177,8 @@ TEST_P(ThreadsTest, ConcurrentCounterAdds) {
         std::vector<std::jthread> ts;
         for (int t = 0; t < kThreads; t++)
             ts.emplace_back([&] {
-                for (int i = 0; i < 1000; i++) EXPECT_OK(fi_cntr_add(c.get(), 1));
+                for (int i = 0; i < 1000; i++)
+                    EXPECT_OK(fi_cntr_add(c.get(), 1));
             });
     }
     EXPECT_EQ(kThreads * 1000u, fi_cntr_read(c.get()));
@@ -192,14 +196,16 @@ TEST_P(ThreadsTest, TwoThreadsPingPong) {
                      "fi_recv");
                 if (starts) {
                     out = static_cast<uint32_t>(r);
-                    post([&] { return fi_send(me.ep(), &out, 4, nullptr, peer, &sctx); }, "fi_send");
+                    post([&] { return fi_send(me.ep(), &out, 4, nullptr, peer, &sctx); },
+                         "fi_send");
                     wait_comp(me.tx(), &sctx, "ping");
                 }
                 wait_comp(me.rx(), &rctx, "pong");
                 EXPECT_EQ(static_cast<uint32_t>(r), in);
                 if (!starts) {
                     out = in;
-                    post([&] { return fi_send(me.ep(), &out, 4, nullptr, peer, &sctx); }, "fi_send");
+                    post([&] { return fi_send(me.ep(), &out, 4, nullptr, peer, &sctx); },
+                         "fi_send");
                     wait_comp(me.tx(), &sctx, "pong");
                 }
             }

@@ -5,20 +5,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond, ...)                                   \
-    do {                                                   \
-        if (!(cond)) {                                     \
-            fprintf(stderr, "rank %d: ", rank);            \
-            fprintf(stderr, __VA_ARGS__);                  \
-            fprintf(stderr, "\n");                         \
-            MPI_Abort(MPI_COMM_WORLD, 1);                  \
-        }                                                  \
+#define CHECK(cond, ...)                        \
+    do {                                        \
+        if (!(cond)) {                          \
+            fprintf(stderr, "rank %d: ", rank); \
+            fprintf(stderr, __VA_ARGS__);       \
+            fprintf(stderr, "\n");              \
+            MPI_Abort(MPI_COMM_WORLD, 1);       \
+        }                                       \
     } while (0)
 
 static int rank, size;
 
 static void fill(unsigned char *b, size_t n, int seed) {
-    for (size_t i = 0; i < n; i++) b[i] = (unsigned char)(i * 7 + seed);
+    for (size_t i = 0; i < n; i++)
+        b[i] = (unsigned char)(i * 7 + seed);
 }
 
 static int verify(const unsigned char *b, size_t n, int seed) {
@@ -38,16 +39,18 @@ static void sizes(void) {
             int sender = round;
             if (rank == sender) {
                 fill(buf, n, (int)k);
-                if (k % 2) MPI_Ssend(buf, (int)n, MPI_BYTE, peer, (int)k, MPI_COMM_WORLD);
-                else MPI_Send(buf, (int)n, MPI_BYTE, peer, (int)k, MPI_COMM_WORLD);
+                if (k % 2)
+                    MPI_Ssend(buf, (int)n, MPI_BYTE, peer, (int)k, MPI_COMM_WORLD);
+                else
+                    MPI_Send(buf, (int)n, MPI_BYTE, peer, (int)k, MPI_COMM_WORLD);
             } else {
                 MPI_Status st;
                 int got = -1;
                 memset(buf, 0, n);
                 MPI_Recv(buf, (int)n, MPI_BYTE, MPI_ANY_SOURCE, (int)k, MPI_COMM_WORLD, &st);
                 MPI_Get_count(&st, MPI_BYTE, &got);
-                CHECK(got == (int)n && st.MPI_SOURCE == peer, "size %zu: got %d from %d", n,
-                      got, st.MPI_SOURCE);
+                CHECK(got == (int)n && st.MPI_SOURCE == peer, "size %zu: got %d from %d", n, got,
+                      st.MPI_SOURCE);
                 CHECK(verify(buf, n, (int)k), "size %zu: corrupted data", n);
             }
         }
@@ -60,14 +63,16 @@ static void unexpected_and_probe(void) {
     enum { N = 64 };
     int peer = rank ^ 1, v;
     if (rank == 0) {
-        for (int i = 0; i < N; i++) MPI_Send(&i, 1, MPI_INT, peer, 1000 + i, MPI_COMM_WORLD);
+        for (int i = 0; i < N; i++)
+            MPI_Send(&i, 1, MPI_INT, peer, 1000 + i, MPI_COMM_WORLD);
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 1) {
         for (int i = N - 1; i >= 0; i--) {
             MPI_Status st;
             int flag = 0;
-            while (!flag) MPI_Iprobe(peer, 1000 + i, MPI_COMM_WORLD, &flag, &st);
+            while (!flag)
+                MPI_Iprobe(peer, 1000 + i, MPI_COMM_WORLD, &flag, &st);
             MPI_Message msg;
             MPI_Mprobe(peer, 1000 + i, MPI_COMM_WORLD, &msg, &st);
             MPI_Mrecv(&v, 1, MPI_INT, &msg, &st);

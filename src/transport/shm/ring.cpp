@@ -12,7 +12,9 @@
 namespace softnic::transport::shm {
 namespace {
 
-bool process_alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
+bool process_alive(pid_t pid) {
+    return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
 
 // A segment left behind by a process that died can be reclaimed. It is marked closed
 // first, so that senders still mapping it notice and look the name up again.

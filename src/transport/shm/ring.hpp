@@ -41,7 +41,7 @@ constexpr size_t kCellHeader = 16;
 
 // A mapped segment; unmapped (and unlinked, for the owner) on destruction.
 class Segment {
-public:
+  public:
     Segment() = default;
     ~Segment();
     Segment(const Segment &) = delete;
@@ -53,7 +53,7 @@ public:
     void *addr() const { return addr_; }
     size_t size() const { return size_; }
 
-private:
+  private:
     std::string name_;
     void *addr_ = nullptr;
     size_t size_ = 0;

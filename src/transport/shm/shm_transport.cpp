@@ -9,8 +9,7 @@
 
 namespace softnic::transport::shm {
 
-std::unique_ptr<ShmRxQueue> ShmRxQueue::create(const std::string &name, RingGeometry g,
-                                               int &err) {
+std::unique_ptr<ShmRxQueue> ShmRxQueue::create(const std::string &name, RingGeometry g, int &err) {
     std::unique_ptr<ShmRxQueue> q(new ShmRxQueue);
     err = q->seg_.create(name, ring_bytes(g.cell_size, g.cell_count));
     if (err) return nullptr;
@@ -21,7 +20,8 @@ std::unique_ptr<ShmRxQueue> ShmRxQueue::create(const std::string &name, RingGeom
     h->cell_count = g.cell_count;
     h->owner_pid = getpid();
     h->enqueue_pos.store(0, std::memory_order_relaxed);
-    for (uint64_t i = 0; i < g.cell_count; i++) ring_cell(h, i)->seq.store(i);
+    for (uint64_t i = 0; i < g.cell_count; i++)
+        ring_cell(h, i)->seq.store(i);
     h->state.store(kRingReady, std::memory_order_release);
     q->ring_ = h;
     return q;
@@ -90,9 +90,13 @@ bool ShmLink::send(const void *hdr, size_t hdr_len, const iovec *iov, size_t iov
     return true;
 }
 
-bool ShmLink::alive() { return ring_->state.load(std::memory_order_acquire) == kRingReady; }
+bool ShmLink::alive() {
+    return ring_->state.load(std::memory_order_acquire) == kRingReady;
+}
 
-bool ShmLink::peer_dead() { return kill(owner_, 0) != 0 && errno == ESRCH; }
+bool ShmLink::peer_dead() {
+    return kill(owner_, 0) != 0 && errno == ESRCH;
+}
 
 ssize_t ShmLink::read(void *local, uint64_t remote_addr, size_t len) {
     size_t done = 0;

@@ -16,13 +16,13 @@ struct RingGeometry {
 
 // The consumer side: created exclusively, so a second owner of the name is refused.
 class ShmRxQueue final : public RxQueue {
-public:
+  public:
     // Returns null and sets err (-EADDRINUSE when the name has a live owner).
     static std::unique_ptr<ShmRxQueue> create(const std::string &name, RingGeometry g, int &err);
     ~ShmRxQueue() override;
     size_t poll(PacketSink &sink, size_t budget) override;
 
-private:
+  private:
     Segment seg_;
     RingHeader *ring_ = nullptr;
     uint64_t head_ = 0;  // consumer position: private to this process
@@ -30,17 +30,16 @@ private:
 
 // The producer side, towards one peer's ring.
 class ShmLink final : public Link, private BulkReader {
-public:
+  public:
     // Null with err = -ENOENT when no such ring exists (no endpoint at that address).
     static std::unique_ptr<ShmLink> open(const std::string &name, int &err);
     size_t max_packet() const override { return ring_->cell_size - kCellHeader; }
-    bool send(const void *hdr, size_t hdr_len, const iovec *iov, size_t iovcnt,
-              bool more) override;
+    bool send(const void *hdr, size_t hdr_len, const iovec *iov, size_t iovcnt, bool more) override;
     bool alive() override;
     bool peer_dead() override;
     BulkReader *bulk() override { return cma_ok_ ? this : nullptr; }
 
-private:
+  private:
     ssize_t read(void *local, uint64_t remote_addr, size_t len) override;
 
     Segment seg_;

@@ -1,0 +1,23 @@
+// Blocking calls (fi_cq_sread, fi_eq_sread, fi_cntr_wait) poll with progress until a
+// result or the timeout; negative timeouts wait forever.
+#pragma once
+
+#include <sched.h>
+
+#include <chrono>
+
+namespace softnic {
+
+// Calls step() until it returns true; false when timeout_ms elapsed first.
+template <class Step>
+bool poll_until(int timeout_ms, Step &&step) {
+    using clock = std::chrono::steady_clock;
+    const auto deadline = clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (unsigned spins = 0;; spins++) {
+        if (step()) return true;
+        if (timeout_ms >= 0 && clock::now() >= deadline) return false;
+        if (spins > 1000) sched_yield();
+    }
+}
+
+}  // namespace softnic

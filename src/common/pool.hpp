@@ -1,0 +1,31 @@
+// A growable free list of records with stable addresses: after warm-up, taking and
+// giving back a record allocates nothing.
+#pragma once
+
+#include <deque>
+
+namespace softnic {
+
+template <class T>
+class Pool {
+  public:
+    // A value-initialised record.
+    T *take() {
+        if (free_.empty())
+            store_.emplace_back();
+        else {
+            T *t = free_.back();
+            free_.pop_back();
+            *t = T{};
+            return t;
+        }
+        return &store_.back();
+    }
+    void give(T *t) { free_.push_back(t); }
+
+  private:
+    std::deque<T> store_;
+    std::deque<T *> free_;
+};
+
+}  // namespace softnic
