@@ -6,11 +6,11 @@
 # Runs fi_pingpong (Debian's libfabric-bin) for each provider at 8 bytes (latency) and
 # 1 MiB (bandwidth), and fabtests' fi_rdm_tagged_pingpong / fi_rdm_tagged_bw when they
 # are installed (FABTESTS_BIN, default /opt/fabtests/bin). Each point is the median of
-# REPEAT runs. Prints a markdown table with cxi/shm ratios (latency: lower is better,
+# REPEAT runs, the providers taking turns. Prints a markdown table with cxi/shm ratios (latency: lower is better,
 # bandwidth: higher is better).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -f build/lib/libcxi-fi.so ] || scripts/build.sh >/dev/null
+scripts/build.sh >/dev/null  # incremental: measure what is checked out
 export FI_PROVIDER_PATH=$PWD/build/lib
 REPEAT=${REPEAT:-5}
 LAT_ITERS=${LAT_ITERS:-20000}
@@ -34,18 +34,20 @@ pair() {
     echo "$line"
 }
 
-# usec/xfer (column 7) or MB/sec (column 6) of fi_pingpong-style output.
-measure() {
-    local prov=$1 col=$2; shift 2
-    for _ in $(seq "$REPEAT"); do pair "$prov" "$@" | awk -v c="$col" '{print $c}'; done | median
-}
-
+# One table row. The providers take turns run by run (after one warm-up run each), so
+# that a noisy moment of this shared machine does not land on one provider only.
 row() {
     local name=$1 col=$2 better=$3; shift 3
-    local c s
-    c=$(measure cxi "$col" "$@")
-    s=$(measure shm "$col" "$@")
-    local ratio
+    local cxi_runs=() shm_runs=()
+    pair cxi "$@" >/dev/null
+    pair shm "$@" >/dev/null
+    for _ in $(seq "$REPEAT"); do
+        cxi_runs+=("$(pair cxi "$@" | awk -v c="$col" '{print $c}')")
+        shm_runs+=("$(pair shm "$@" | awk -v c="$col" '{print $c}')")
+    done
+    local c s ratio
+    c=$(printf '%s\n' "${cxi_runs[@]}" | median)
+    s=$(printf '%s\n' "${shm_runs[@]}" | median)
     ratio=$(awk -v c="$c" -v s="$s" 'BEGIN { if (s > 0) printf "%.2f", c / s; else print "n/a" }')
     printf '| %s | %s | %s | %s (%s) |\n' "$name" "$c" "$s" "$ratio" "$better"
 }

@@ -101,6 +101,7 @@ void Av::place_at(size_t i, const void *addr) {
     e.key = addressing_.key(addr);
     e.refs = 1;
     by_key_[e.key] = i;
+    generation_.fetch_add(1, std::memory_order_release);
     next_ = std::max(next_, i + 1);
 }
 
@@ -171,6 +172,7 @@ fi_addr_t Av::insert_one(const void *addr, fi_addr_t user_id) {
     e.peer_cache.store(nullptr);
     e.refs = 1;
     by_key_[key] = i;
+    generation_.fetch_add(1, std::memory_order_release);
     if (shared_) {
         if (i >= shared_->capacity()) return FI_ADDR_NOTAVAIL;
         shared_->publish(i, addr);
@@ -227,6 +229,7 @@ int Av::remove(fi_addr_t *fi_addr, size_t count, uint64_t flags) {
         size_t i = base_index(fi_addr[n]);
         Entry &e = slot(i);
         if (--e.refs == 0) {
+            generation_.fetch_add(1, std::memory_order_release);
             by_key_.erase(e.key);
             free_.push(i);
             if (shared_) shared_->publish(i, nullptr);

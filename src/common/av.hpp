@@ -52,6 +52,8 @@ class Av {
     const AvAddressing &addressing() const { return addressing_; }
     bool symmetric() const { return flags_ & FI_SYMMETRIC; }
     int rx_ctx_bits() const { return rx_ctx_bits_; }
+    // Changes whenever an address is inserted or removed (for caches of reverse lookups).
+    uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
 
     int insert(const void *addr, size_t count, fi_addr_t *fi_addr, uint64_t flags);
     int insertsvc(const char *node, const char *service, fi_addr_t *fi_addr, uint64_t flags);
@@ -87,6 +89,7 @@ class Av {
     std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>> free_;
     size_t next_ = 0;
     std::unordered_map<uint64_t, size_t> by_key_;
+    std::atomic<uint64_t> generation_{1};
     std::unique_ptr<SharedAvTable> shared_;
     bool read_only_ = false;
     size_t synced_ = 0;

@@ -109,10 +109,10 @@ class Context : public ProgressSource, private transport::PacketSink {
     void bind_receive(RxMsg *m, RecvOp *op, bool listed);
     void place(RxMsg *m, size_t offset, const uint8_t *data, size_t n);
     void finish_eager(RxMsg *m);
-    void complete_rx(RxMsg *m, int err);
+    void complete_rx(RxMsg *m, int err, bool pooled = true);
     void complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *buf, int err, size_t olen);
     void post_held_recvs();
-    fi_addr_t source_of(uint32_t nic, uint32_t pid, uint64_t key, bool &known);
+    fi_addr_t source_of(uint64_t key, bool &known);
     // Rendezvous (rdzv.cpp).
     void start_pull(RxMsg *m);
     void on_get_req(const WireHdr &h);
@@ -174,6 +174,11 @@ class Context : public ProgressSource, private transport::PacketSink {
         size_t operator()(const InKey &k) const { return k.src * 0x9e3779b97f4a7c15ULL ^ k.cookie; }
     };
     std::unordered_map<InKey, RxMsg *, InKeyHash> inbound_;
+    struct SrcCacheEntry {
+        uint64_t key = ~0ULL, gen = 0;
+        fi_addr_t addr = FI_ADDR_NOTAVAIL;
+    };
+    SrcCacheEntry src_cache_[64];
     static constexpr uint64_t kPulledKey = 1ULL << 63;                // src bit marking pulled data
     std::deque<std::pair<transport::Link *, WireHdr>> ctrl_backlog_;  // kDone/kGetReq to retry
 

@@ -20,12 +20,17 @@ bool header_sane(const WireHdr &h) {
 
 }  // namespace
 
-fi_addr_t Context::source_of(uint32_t nic, uint32_t pid, uint64_t key, bool &known) {
-    (void)nic;
-    (void)pid;
-    fi_addr_t a = av_ ? av_->reverse(key) : FI_ADDR_NOTAVAIL;
-    known = a != FI_ADDR_NOTAVAIL;
-    return a;
+// The sender's fi_addr, through a small cache that the AV's generation invalidates.
+fi_addr_t Context::source_of(uint64_t key, bool &known) {
+    if (!av_) {
+        known = false;
+        return FI_ADDR_NOTAVAIL;
+    }
+    SrcCacheEntry &c = src_cache_[(key * 0x9e3779b97f4a7c15ULL) >> 58];
+    uint64_t gen = av_->generation();
+    if (c.key != key || c.gen != gen) c = SrcCacheEntry{key, gen, av_->reverse(key)};
+    known = c.addr != FI_ADDR_NOTAVAIL;
+    return c.addr;
 }
 
 bool Context::recv_matches(const RecvOp &r, bool tagged, uint64_t tag, fi_addr_t src) const {
@@ -80,8 +85,17 @@ bool Context::on_msg(const WireHdr &h, const uint8_t *payload) {
     }
     const uint64_t key = addr_key(h.src_nic, h.src_pid);
     bool known = false;
-    fi_addr_t src = source_of(h.src_nic, h.src_pid, key, known);
+    fi_addr_t src = source_of(key, known);
     RecvOp *op = match_posted(h, key, src);
+    if (op && h.payload == h.msg_len && !(h.flags & (kWRdzv | kWAckReq))) {
+        // The common case: a one-packet message for a posted receive, done in place.
+        RxMsg local{key,       h.src_nic, h.src_pid,   src,     known,     h.tag,
+                    h.cq_data, h.cookie,  h.rdzv_addr, h.flags, h.msg_len, h.eager_len};
+        bind_receive(&local, op, true);
+        place(&local, 0, payload, h.payload);
+        complete_rx(&local, 0, false);
+        return true;
+    }
     RxMsg *m = alloc_msg();
     *m = RxMsg{key,       h.src_nic, h.src_pid,   src,     known,     h.tag,
                h.cq_data, h.cookie,  h.rdzv_addr, h.flags, h.msg_len, h.eager_len};
@@ -149,13 +163,13 @@ void Context::finish_eager(RxMsg *m) {
     complete_rx(m, 0);
 }
 
-void Context::complete_rx(RxMsg *m, int err) {
+void Context::complete_rx(RxMsg *m, int err, bool pooled) {
     RecvOp *op = m->op;
     size_t olen = m->msg_len - m->want;
     if (!err && olen) err = FI_ETRUNC;
     uint8_t *buf = (op->flags & FI_MULTI_RECV) ? m->dst : nullptr;
     complete_recv(op, m->want, m, buf, err, olen);
-    free_msg(m);
+    if (pooled) free_msg(m);
 }
 
 void Context::complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *buf, int err,

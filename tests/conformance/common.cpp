@@ -400,13 +400,6 @@ void ping(Endpoint &src, fi_addr_t dest, Endpoint &dst, size_t len, uint32_t see
     if (in[len] != 0) fail("receive wrote past the message length", loc);
 }
 
-uint64_t cntr_value(fid_cntr *c) {
-    return fi_cntr_read(c);
-}
-uint64_t cntr_errors(fid_cntr *c) {
-    return fi_cntr_readerr(c);
-}
-
 void wait_cntr(fid_cntr *c, uint64_t value, const std::string &what, const Loc &loc) {
     wait_until([&] { return fi_cntr_read(c) >= value; },
                what + " counter to reach " + std::to_string(value), kTimeout, loc);

@@ -254,8 +254,6 @@ void ping(Endpoint &src, fi_addr_t dest, Endpoint &dst, size_t len, uint32_t see
           bool tagged = false, uint64_t tag = 0, const Loc &loc = Loc::current());
 
 std::vector<uint8_t> get_name(fid_t fid);
-uint64_t cntr_value(fid_cntr *c);
-uint64_t cntr_errors(fid_cntr *c);
 void wait_cntr(fid_cntr *c, uint64_t value, const std::string &what,
                const Loc &loc = Loc::current());
 

@@ -101,11 +101,6 @@ EndpointPtr CxiTest::make_self(const char *domain, fi_addr_t &self, const EpOpti
     return ep;
 }
 
-void CxiTest::connect(Pair &p) {
-    p.a2b = p.a->insert(p.b->name());
-    p.b2a = p.b->insert(p.a->name());
-}
-
 Pair TransportTest::make_pair(const EpOptions &oa, const EpOptions &ob, const Loc &loc) {
     Pair p;
     p.a = make_ep("cxi0", oa, loc);

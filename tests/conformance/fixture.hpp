@@ -65,7 +65,6 @@ class CxiTest : public ::testing::Test {
   protected:
     // Opens an AV, two CQs and an endpoint on `domain`; binds nothing.
     RawEp raw_ep(const char *domain_name, const EpOptions &o = {}, const Loc &loc = Loc::current());
-    Session &session() { return session_; }
     EndpointPtr make_ep(const char *domain, const EpOptions &o = {},
                         const Loc &loc = Loc::current());
     fid_domain *domain(const char *name, const EpOptions &o = {}, const Loc &loc = Loc::current());
@@ -80,8 +79,6 @@ class CxiTest : public ::testing::Test {
     // Self-connected endpoint: returns its own fi_addr in `self`.
     EndpointPtr make_self(const char *domain, fi_addr_t &self, const EpOptions &o = {},
                           const Loc &loc = Loc::current());
-    // Inserts each endpoint's name into the other's AV.
-    static void connect(Pair &p);
 
   private:
     Session session_;

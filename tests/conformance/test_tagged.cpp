@@ -219,6 +219,31 @@ TEST_P(TaggedTest, RendezvousExpectedAndUnexpected) {
     }
 }
 
+TEST_P(TaggedTest, TruncationKeepsTagAndData) {
+    Pair p = make_pair();
+    for (size_t len : {size_t{100}, kRdzvSize}) {
+        SCOPED_TRACE(len);
+        std::vector<uint8_t> out = pattern(len, 21), in(11, 0xEE);
+        int sctx = 0, rctx = 0;
+        trecv(*p.b, in.data(), 10, 0x77, 0, &rctx);
+        post(
+            [&] {
+                return fi_tsenddata(p.a->ep(), out.data(), len, nullptr, 0x55, p.a2b, 0x77, &sctx);
+            },
+            "fi_tsenddata");
+        ErrComp e = wait_err(p.b->rx(), &rctx, "truncated tagged receive");
+        wait_comp(p.a->tx(), &sctx, "send of the truncated message");
+        EXPECT_EQ(FI_ETRUNC, e.e.err);
+        EXPECT_EQ(10u, e.e.len);
+        EXPECT_EQ(len - 10, e.e.olen);
+        EXPECT_EQ(0x77u, e.e.tag);
+        EXPECT_EQ(0x55u, e.e.data);
+        EXPECT_EQ(FI_TAGGED | FI_RECV | FI_REMOTE_CQ_DATA, e.e.flags);
+        EXPECT_EQ(SIZE_MAX, mismatch(in.data(), 10, 21));
+        EXPECT_EQ(0xEE, in[10]) << "wrote past the receive buffer";
+    }
+}
+
 TEST_P(TaggedTest, UnexpectedRendezvousSendCompletesOnlyAfterMatch) {
     Pair p = make_pair();
     std::vector<uint8_t> out = pattern(kRdzvSize, 6), in(kRdzvSize);
