@@ -98,11 +98,13 @@ bool Context::deliver(const uint8_t *pkt, size_t len) {
     WireHdr h;
     if (len < sizeof(h)) {
         SN_WARN(FI_LOG_EP_DATA, "dropping runt packet (%zu bytes)\n", len);
+        domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
         return true;
     }
     std::memcpy(&h, pkt, sizeof(h));
     if (h.version != kWireVersion || h.payload > len - sizeof(h) || h.vni != vni_) {
         SN_WARN(FI_LOG_EP_DATA, "dropping malformed packet\n");
+        domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
         return true;
     }
     const uint8_t *payload = pkt + sizeof(h);
@@ -120,6 +122,7 @@ bool Context::deliver(const uint8_t *pkt, size_t len) {
             return true;
     }
     SN_WARN(FI_LOG_EP_DATA, "dropping packet of unknown type %u\n", h.type);
+    domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
     return true;
 }
 

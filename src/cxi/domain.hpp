@@ -28,6 +28,8 @@ enum HwCounter : unsigned {
     C_CNTR_IXE_RX_PTL_UNRESTRICTED_PKT = 1175,
     C_CNTR_IXE_RX_PTL_RESTRICTED_PKT = 1178,
     C_CNTR_HNI_HRP_ACK = 1582,
+    // softnic's own, in the last slot: packets dropped as malformed (untrusted input).
+    SOFTNIC_CNTR_DROPPED_PKTS = 2527,
     C1_CNTR_SIZE = 2528,
 };
 

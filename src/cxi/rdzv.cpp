@@ -70,6 +70,7 @@ void Context::on_get_req(const WireHdr &h) {
     TxOp *op = tx_by_cookie(h.cookie);
     if (!op || !op->rdzv || h.offset > op->a.len || h.msg_len > op->a.len - h.offset) {
         SN_WARN(FI_LOG_EP_DATA, "dropping invalid rendezvous request\n");
+        domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
         return;
     }
     op->stream_off = h.offset;

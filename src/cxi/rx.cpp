@@ -81,6 +81,7 @@ void Context::place(RxMsg *m, size_t offset, const uint8_t *data, size_t n) {
 bool Context::on_msg(const WireHdr &h, const uint8_t *payload) {
     if (!header_sane(h)) {
         SN_WARN(FI_LOG_EP_DATA, "dropping message with inconsistent lengths\n");
+        domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
         return true;
     }
     const uint64_t key = addr_key(h.src_nic, h.src_pid);
@@ -130,12 +131,16 @@ void Context::on_data(const WireHdr &h, const uint8_t *payload) {
     auto it = inbound_.find(InKey{pulled ? key | kPulledKey : key, h.cookie});
     if (it == inbound_.end()) {
         SN_DBG(FI_LOG_EP_DATA, "dropping data for no message in progress\n");
+        domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
         return;
     }
     RxMsg *m = it->second;
     size_t end = h.offset + h.payload;
     if (!pulled) {
-        if (end > m->eager_len || end < h.offset) return;  // out of bounds: drop
+        if (end > m->eager_len || end < h.offset) {  // out of bounds: drop
+            domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
+            return;
+        }
         place(m, h.offset, payload, h.payload);
         m->got += h.payload;
         if (!m->eager_done()) return;
@@ -143,7 +148,10 @@ void Context::on_data(const WireHdr &h, const uint8_t *payload) {
         finish_eager(m);
         return;
     }
-    if (end > m->want || h.offset < m->pull_from || end < h.offset) return;
+    if (end > m->want || h.offset < m->pull_from || end < h.offset) {
+        domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
+        return;
+    }
     std::memcpy(m->dst + h.offset, payload, h.payload);
     m->pull_got += h.payload;
     if (m->pull_got < m->want - m->pull_from) return;

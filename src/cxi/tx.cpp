@@ -194,6 +194,7 @@ void Context::on_done(const WireHdr &h) {
     TxOp *op = tx_by_cookie(h.cookie);
     if (!op) {
         SN_DBG(FI_LOG_EP_DATA, "stale completion cookie %lx\n", h.cookie);
+        domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
         return;
     }
     op->done_seen = true;

@@ -1,0 +1,139 @@
+// The shared-memory ring on its own: order, back-pressure, hostile producers, and the
+// reclaiming of rings whose owner died.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "transport/shm/shm_transport.hpp"
+
+namespace softnic::transport::shm {
+namespace {
+
+std::string unique_name(const char *what) {
+    static int seq = 0;
+    return "/softnic-unit-" + std::string(what) + "-" + std::to_string(getpid()) + "-" +
+           std::to_string(seq++);
+}
+
+// Collects packets; can refuse them to exercise back-pressure.
+struct Collector : PacketSink {
+    std::vector<std::string> got;
+    bool accept = true;
+    bool deliver(const uint8_t *pkt, size_t len) override {
+        if (!accept) return false;
+        got.emplace_back(reinterpret_cast<const char *>(pkt), len);
+        return true;
+    }
+};
+
+struct Ring {
+    std::string name = unique_name("ring");
+    std::unique_ptr<ShmRxQueue> rx;
+    std::unique_ptr<ShmLink> tx;
+    explicit Ring(RingGeometry g = {256, 16}) {
+        int err = 0;
+        rx = ShmRxQueue::create(name, g, err);
+        EXPECT_EQ(0, err);
+        tx = ShmLink::open(name, err);
+        EXPECT_EQ(0, err);
+    }
+    bool send(const std::string &s) {
+        iovec iov{const_cast<char *>(s.data()), s.size()};
+        return tx->send("H", 1, &iov, 1, false);
+    }
+};
+
+TEST(ShmRing, DeliversInOrder) {
+    Ring r;
+    for (int i = 0; i < 10; i++)
+        ASSERT_TRUE(r.send("packet" + std::to_string(i)));
+    Collector c;
+    EXPECT_EQ(10u, r.rx->poll(c, 100));
+    ASSERT_EQ(10u, c.got.size());
+    for (int i = 0; i < 10; i++)
+        EXPECT_EQ("Hpacket" + std::to_string(i), c.got[i]);
+}
+
+TEST(ShmRing, FullRingRefusesUntilDrained) {
+    Ring r({256, 16});
+    int sent = 0;
+    while (r.send("x"))
+        sent++;
+    EXPECT_EQ(16, sent);
+    Collector c;
+    EXPECT_EQ(16u, r.rx->poll(c, 100));
+    EXPECT_TRUE(r.send("again"));
+}
+
+TEST(ShmRing, RefusedPacketStaysQueued) {
+    Ring r;
+    ASSERT_TRUE(r.send("first"));
+    ASSERT_TRUE(r.send("second"));
+    Collector c;
+    c.accept = false;
+    EXPECT_EQ(0u, r.rx->poll(c, 100));  // back-pressure: nothing consumed
+    c.accept = true;
+    EXPECT_EQ(2u, r.rx->poll(c, 100));
+    EXPECT_EQ("Hfirst", c.got[0]);
+}
+
+TEST(ShmRing, HostileLengthIsDroppedNotTrusted) {
+    Ring r({256, 16});
+    ASSERT_TRUE(r.send("good1"));
+    ASSERT_TRUE(r.send("bad"));
+    ASSERT_TRUE(r.send("good2"));
+    // Another process scribbles a huge length into the second cell.
+    Segment other;
+    ASSERT_EQ(0, other.open(r.name));
+    auto *h = static_cast<RingHeader *>(other.addr());
+    ring_cell(h, 1)->len = 0xFFFFFFFFu;
+    Collector c;
+    EXPECT_EQ(3u, r.rx->poll(c, 100)) << "the bad cell is consumed";
+    ASSERT_EQ(2u, c.got.size()) << "but never delivered";
+    EXPECT_EQ("Hgood1", c.got[0]);
+    EXPECT_EQ("Hgood2", c.got[1]);
+}
+
+TEST(ShmRing, RingOfADeadOwnerIsReclaimedAndMarkedClosed) {
+    std::string name = unique_name("stale");
+    pid_t child = fork();
+    if (child == 0) {
+        int err = 0;
+        auto q = ShmRxQueue::create(name, RingGeometry{256, 16}, err);
+        _exit(q ? 0 : 1);  // no destructors: the segment stays behind, owner dead
+    }
+    int status = 0;
+    ASSERT_EQ(child, waitpid(child, &status, 0));
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    int err = 0;
+    auto stale_link = ShmLink::open(name, err);
+    ASSERT_TRUE(stale_link) << err;
+    EXPECT_TRUE(stale_link->alive());
+    EXPECT_TRUE(stale_link->peer_dead());
+    auto fresh = ShmRxQueue::create(name, RingGeometry{256, 16}, err);
+    ASSERT_TRUE(fresh) << "reclaiming a dead owner's ring failed: " << err;
+    EXPECT_FALSE(stale_link->alive()) << "senders to the old ring must notice";
+}
+
+TEST(ShmRing, LiveOwnerKeepsItsName) {
+    int err = 0;
+    std::string name = unique_name("busy");
+    auto a = ShmRxQueue::create(name, RingGeometry{256, 16}, err);
+    ASSERT_TRUE(a);
+    auto b = ShmRxQueue::create(name, RingGeometry{256, 16}, err);
+    EXPECT_FALSE(b);
+    EXPECT_EQ(-EADDRINUSE, err);
+}
+
+TEST(ShmRing, OpeningAMissingRingFails) {
+    int err = 0;
+    EXPECT_FALSE(ShmLink::open(unique_name("absent"), err));
+    EXPECT_EQ(-ENOENT, err);
+}
+
+}  // namespace
+}  // namespace softnic::transport::shm
