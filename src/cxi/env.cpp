@@ -3,6 +3,7 @@
 #include <strings.h>
 
 #include "common/params.hpp"
+#include "transport/shm/shm_transport.hpp"
 
 namespace softnic::cxi {
 namespace {
@@ -54,6 +55,9 @@ const ParamDef kParams[] = {
      "interface, else loopback)."},
     {ParamDef::kSize, "shm_ring_cells", "softnic: cells in each endpoint's receive ring."},
     {ParamDef::kSize, "shm_cell_size", "softnic: bytes per receive ring cell."},
+    {ParamDef::kBool, "shm_cma",
+     "softnic: pull rendezvous data with process_vm_readv (1) or "
+     "stream it through the rings (0)."},
 };
 
 void define_one(const fi_provider *p, const ParamDef &d) {
@@ -104,6 +108,7 @@ void read_all(const fi_provider *p, Env &e) {
     get_str(p, "soft_nics", e.soft_nics);
     get_size(p, "shm_ring_cells", e.shm_ring_cells);
     get_size(p, "shm_cell_size", e.shm_cell_size);
+    get_bool(p, "shm_cma", e.shm_cma);
 }
 
 void check_choice(std::string &v, std::initializer_list<const char *> ok, const char *dflt,
@@ -155,6 +160,7 @@ void define_params(const fi_provider *prov) {
 void load_env(const fi_provider *prov) {
     read_all(prov, g_env);
     fix_up(g_env);
+    transport::shm::set_single_copy(g_env.shm_cma);
 }
 
 const Env &env() {

@@ -38,6 +38,7 @@ struct Env {
     std::string soft_nics;  // FI_CXI_SOFT_NICS
     size_t shm_ring_cells = 256;
     size_t shm_cell_size = 4096;
+    bool shm_cma = true;
 
     // Largest message sent eagerly in full.
     size_t eager_max() const { return rdzv_threshold + rdzv_get_min; }

@@ -2,7 +2,9 @@
 // back to back; each message has its own completion pointing into the
 // buffer; exactly one completion (the last) carries FI_MULTI_RECV; the buffer
 // is released when less than FI_OPT_MIN_MULTI_RECV bytes remain.
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "fixture.hpp"
 
@@ -37,21 +39,40 @@ class MultiRecvTest : public TransportTest {
             wait_comp(p_.a->tx(), &ctx[i], "send");
         return out;
     }
-    // Collects `n` completions of the multi-receive `ctx` and checks that
-    // they are packed in order, with FI_MULTI_RECV only on the last when
-    // `released`.
+    // Collects the completions of the multi-receive `ctx` and checks that the messages
+    // are packed in send order. Completions may arrive in another order (a rendezvous
+    // message completes when its pull ends), but FI_MULTI_RECV, when `released`, is on
+    // the last completion read.
     void expect_packed(const std::vector<size_t> &lens, uint8_t *base, void *ctx, bool released,
                        uint32_t seed0 = 0) {
+        struct Slot {
+            const uint8_t *pos;
+            size_t index;
+            bool seen;
+        };
+        std::vector<Slot> slots;  // where each message must land, in send order
         size_t off = 0;
         for (size_t i = 0; i < lens.size(); i++) {
-            Comp c = wait_comp(p_.b->rx(), ctx, "multi-recv completion " + std::to_string(i));
-            EXPECT_EQ(base + off, c.e.buf) << "message " << i;
-            EXPECT_EQ(lens[i], c.e.len) << "message " << i;
-            const bool last = released && i + 1 == lens.size();
-            EXPECT_EQ(FI_MSG | FI_RECV | (last ? FI_MULTI_RECV : 0), c.e.flags) << "message " << i;
-            EXPECT_EQ(SIZE_MAX, mismatch(base + off, lens[i], seed0 + static_cast<uint32_t>(i)))
-                << "message " << i;
+            slots.push_back({base + off, i, false});
             off += lens[i];
+        }
+        for (size_t n = 0; n < lens.size(); n++) {
+            Comp c = wait_comp(p_.b->rx(), ctx, "multi-recv completion " + std::to_string(n));
+            const bool last = released && n + 1 == lens.size();
+            EXPECT_EQ(FI_MSG | FI_RECV | (last ? FI_MULTI_RECV : 0), c.e.flags)
+                << "completion " << n;
+            auto it = std::find_if(slots.begin(), slots.end(), [&](const Slot &sl) {
+                return !sl.seen && sl.pos == c.e.buf && lens[sl.index] == c.e.len;
+            });
+            if (it == slots.end()) {
+                ADD_FAILURE() << "completion " << n << " (len " << c.e.len
+                              << ") is not a message of the packed layout";
+                continue;
+            }
+            it->seen = true;
+            EXPECT_EQ(SIZE_MAX,
+                      mismatch(c.e.buf, c.e.len, seed0 + static_cast<uint32_t>(it->index)))
+                << "message " << it->index;
         }
     }
     Pair p_;

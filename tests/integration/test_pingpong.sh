@@ -15,3 +15,6 @@ ok "FI_CXI_RDZV_OFFLOAD=0"
 FI_CXI_MSG_OFFLOAD=0 FI_CXI_RDZV_THRESHOLD=2048 pingpong_pair $((base + 4)) -e rdm -c -S all -I 5 ||
     fail "software matching, low rendezvous threshold"
 ok "FI_CXI_MSG_OFFLOAD=0 FI_CXI_RDZV_THRESHOLD=2048"
+FI_CXI_SHM_CMA=0 pingpong_pair $((base + 5)) -e rdm -c -S all -I 5 ||
+    fail "rendezvous streamed through the rings (no process_vm_readv)"
+ok "FI_CXI_SHM_CMA=0"

@@ -8,6 +8,13 @@
 #include <cstring>
 
 namespace softnic::transport::shm {
+namespace {
+bool g_single_copy = true;
+}
+
+void set_single_copy(bool enabled) {
+    g_single_copy = enabled;
+}
 
 std::unique_ptr<ShmRxQueue> ShmRxQueue::create(const std::string &name, RingGeometry g, int &err) {
     std::unique_ptr<ShmRxQueue> q(new ShmRxQueue);
@@ -58,6 +65,7 @@ std::unique_ptr<ShmLink> ShmLink::open(const std::string &name, int &err) {
     }
     l->ring_ = h;
     l->owner_ = h->owner_pid;
+    l->cma_ok_ = g_single_copy;
     return l;
 }
 

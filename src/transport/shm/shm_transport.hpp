@@ -28,6 +28,11 @@ class ShmRxQueue final : public RxQueue {
     uint64_t head_ = 0;  // consumer position: private to this process
 };
 
+// Whether links may offer single-copy reads (process_vm_readv). On by default; off
+// forces the streaming fallback (FI_CXI_SHM_CMA=0), which is also what happens by
+// itself when the kernel refuses cross-process reads.
+void set_single_copy(bool enabled);
+
 // The producer side, towards one peer's ring.
 class ShmLink final : public Link, private BulkReader {
   public:
