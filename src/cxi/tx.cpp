@@ -77,7 +77,10 @@ ssize_t Context::send(const SendArgs &a) {
     if (!link) {
         if (err == -FI_EINVAL)
             SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "fi_addr %lu is not in the AV\n", a.dest);
-        complete_send(a, FI_EIO, C_RC_PTLTE_NOT_FOUND);  // nobody at that address
+        if (err == -FI_EHOSTUNREACH)  // no route to that NIC
+            complete_send(a, FI_EHOSTUNREACH, C_RC_UNDELIVERABLE);
+        else  // the NIC is here, but nobody listens at that PID
+            complete_send(a, FI_EIO, C_RC_PTLTE_NOT_FOUND);
         return 0;
     }
     if (try_fast_send(a, link, err)) {
