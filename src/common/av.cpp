@@ -86,7 +86,11 @@ int Av::init(const fi_av_attr &attr) {
                                                  std::max<size_t>(attr.count, 65536), &t);
     if (ret) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "named AV %s: %s\n", attr.name, strerror(-ret));
     shared_.reset(t);
-    if (read_only_) sync_shared();
+    if (read_only_) {
+        sync_shared();
+        for (size_t i = 0; i < next_; i++)
+            map_.push_back(slot(i).refs ? i : FI_ADDR_NOTAVAIL);
+    }
     return 0;
 }
 

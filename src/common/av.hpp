@@ -43,6 +43,9 @@ class Av {
     // Named AVs (FI_SHARED_AV) may fail to open: check init() after construction.
     Av(const fi_av_attr &attr, const AvAddressing &addressing, void *context);
     int init(const fi_av_attr &attr);
+    // For a named AV opened FI_READ: the fi_addr_t of each entry the creator had inserted
+    // (what fi_av_attr.map_addr returns to the application), else null.
+    void *map_addr() { return map_.empty() ? nullptr : map_.data(); }
     virtual ~Av();
     Av(const Av &) = delete;
     Av &operator=(const Av &) = delete;
@@ -93,6 +96,7 @@ class Av {
     std::unique_ptr<SharedAvTable> shared_;
     bool read_only_ = false;
     size_t synced_ = 0;
+    std::vector<fi_addr_t> map_;
     RefCount refs_;
 };
 

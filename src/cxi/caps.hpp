@@ -26,11 +26,11 @@ constexpr uint64_t kPrimaryCaps =
 constexpr uint64_t kSecondaryCaps = FI_SOURCE | FI_SOURCE_ERR | FI_LOCAL_COMM | FI_REMOTE_COMM |
                                     FI_MULTI_RECV | FI_FENCE | FI_SHARED_AV;
 constexpr uint64_t kCaps = kPrimaryCaps | kSecondaryCaps;
-constexpr uint64_t kTxCaps =
-    FI_MSG | FI_TAGGED | FI_SEND | FI_FENCE | FI_LOCAL_COMM | FI_REMOTE_COMM;
-constexpr uint64_t kRxCaps = FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE |
-                             FI_SOURCE_ERR | FI_MULTI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM |
-                             FI_NAMED_RX_CTX;
+// Per direction, only what libfabric defines for that direction (LOCAL/REMOTE_COMM and
+// FI_SHARED_AV are domain-level; FI_NAMED_RX_CTX belongs to the initiator).
+constexpr uint64_t kTxCaps = FI_MSG | FI_TAGGED | FI_SEND | FI_FENCE | FI_NAMED_RX_CTX;
+constexpr uint64_t kRxCaps =
+    FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_SOURCE_ERR | FI_MULTI_RECV;
 constexpr uint64_t kDomainCaps = FI_LOCAL_COMM | FI_REMOTE_COMM | FI_AV_USER_ID;
 
 constexpr uint64_t kCompletionLevels =

@@ -46,7 +46,7 @@ Context::~Context() {
         std::free(p);
 }
 
-int Context::open(uint32_t pid) {
+int Context::open(uint32_t pid, bool quiet) {
     const Env &e = env();
     transport::shm::RingGeometry g{uint32_t(e.shm_cell_size), uint32_t(e.shm_ring_cells)};
     uint32_t first = pid == kPidAny ? 0 : pid, last = pid == kPidAny ? kMaxPid : pid;
@@ -64,6 +64,7 @@ int Context::open(uint32_t pid) {
     }
     if (pid == kPidAny)
         SN_REJECT(-FI_ENOSPC, FI_LOG_EP_CTRL, "no free PID on %s\n", domain_.nic().name.c_str());
+    if (quiet) return -FI_ENOSPC;  // the caller is searching for a free range
     SN_REJECT(-FI_ENOSPC, FI_LOG_EP_CTRL, "PID %u is already in use on %s VNI %u\n", pid,
               domain_.nic().name.c_str(), vni_);
 }

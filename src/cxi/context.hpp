@@ -35,6 +35,7 @@ struct SendArgs {
     void *context;
     uint64_t flags;
     bool tagged;
+    bool inject_call = false;  // fi_inject & co: never a completion entry
 };
 
 struct RecvArgs {
@@ -77,7 +78,7 @@ class Context : public ProgressSource, private transport::PacketSink {
     Context &operator=(const Context &) = delete;
 
     // Claim the PID (kPidAny: any free one). -FI_ENOSPC when it is taken.
-    int open(uint32_t pid);
+    int open(uint32_t pid, bool quiet = false);
     void close();  // give the PID back
     uint32_t pid() const { return pid_; }
     bool is_open() const { return rxq_ != nullptr; }

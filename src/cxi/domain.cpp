@@ -55,6 +55,7 @@ int av_open(fid_domain *d, fi_av_attr *attr, fid_av **av, void *context) {
             delete a;
             return r;
         }
+        if (void *m = a->map_addr()) attr->map_addr = m;
         *av = a->fid();
         return 0;
     });

@@ -97,8 +97,12 @@ uint64_t default_tx_flags(uint64_t f) {
     return f & (FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE |
                 FI_MATCH_COMPLETE);
 }
+// FI_MULTI_RECV in rx_attr->op_flags makes fi_recv a multi-receive, as upstream does;
+// but an info carrying the whole supported mask (fi_getinfo without hints) lists what
+// is possible, not what the application wants by default.
 uint64_t default_rx_flags(uint64_t f) {
-    return f & FI_COMPLETION;
+    if ((f & kRxOpFlags) == kRxOpFlags) return f & FI_COMPLETION;
+    return f & (FI_COMPLETION | FI_MULTI_RECV);
 }
 
 void install_data_ops(EpView &v, bool enabled) {

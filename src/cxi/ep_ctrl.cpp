@@ -92,7 +92,8 @@ int Endpoint::open_pids() {
     uint32_t last = requested_pid_ == kPidAny ? kMaxPid + 1 - uint32_t(n) : requested_pid_;
     for (uint32_t base = first; base <= last; base++) {
         size_t i = 0;
-        for (; i < n && contexts_[i]->open(base + uint32_t(i)) == 0; i++) {
+        const bool searching = requested_pid_ == kPidAny;
+        for (; i < n && contexts_[i]->open(base + uint32_t(i), searching) == 0; i++) {
         }
         if (i == n) return 0;
         for (size_t k = 0; k < i; k++)

@@ -126,8 +126,8 @@ void trim_caps(fi_info &i, const fi_info *hints) {
         keep = primary | secondary | (hints->caps & kSecondaryCaps);
     }
     uint64_t dirs = with_directions(keep);
-    i.caps = keep;
-    i.tx_attr->caps &= dirs | FI_FENCE;
+    i.caps = dirs;  // directions implied by the hints are stated, as tx/rx caps list them
+    i.tx_attr->caps &= dirs;
     i.rx_attr->caps &= dirs;
     if (!(dirs & FI_SEND)) i.tx_attr->caps &= ~(FI_MSG | FI_TAGGED);
     if (!(dirs & FI_RECV)) i.rx_attr->caps &= ~(FI_MSG | FI_TAGGED);

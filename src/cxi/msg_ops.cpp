@@ -16,7 +16,8 @@ EpView *view(fid_ep *ep) {
 }
 
 ssize_t do_send(fid_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t tag,
-                uint64_t data, void *context, uint64_t flags, bool tagged) {
+                uint64_t data, void *context, uint64_t flags, bool tagged,
+                bool inject_call = false) {
     EpView *v = view(ep);
     if (!(v->side & kTx)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "not a transmit context\n");
     if (len && !buf) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL buffer\n");
@@ -27,7 +28,7 @@ ssize_t do_send(fid_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "tag 0x%lx uses more than 48 bits\n", tag);
     if ((flags & FI_FENCE) && !(v->ep->caps() & FI_FENCE))
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_FENCE without the FI_FENCE capability\n");
-    return v->ctx->send(SendArgs{buf, len, dest, tag, data, context, flags, tagged});
+    return v->ctx->send(SendArgs{buf, len, dest, tag, data, context, flags, tagged, inject_call});
 }
 
 ssize_t do_recv(fid_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_t tag, uint64_t ignore,
@@ -89,14 +90,15 @@ ssize_t m_sendmsg(fid_ep *ep, const fi_msg *msg, uint64_t flags) {
                           flags, false);
 }
 ssize_t m_inject(fid_ep *ep, const void *buf, size_t len, fi_addr_t dest) {
-    return do_send(ep, buf, len, dest, 0, 0, nullptr, FI_INJECT, false);
+    return do_send(ep, buf, len, dest, 0, 0, nullptr, FI_INJECT, false, true);
 }
 ssize_t m_senddata(fid_ep *ep, const void *buf, size_t len, void *, uint64_t data, fi_addr_t dest,
                    void *ctx) {
     return do_send(ep, buf, len, dest, 0, data, ctx, view(ep)->tx_flags | FI_REMOTE_CQ_DATA, false);
 }
 ssize_t m_injectdata(fid_ep *ep, const void *buf, size_t len, uint64_t data, fi_addr_t dest) {
-    return do_send(ep, buf, len, dest, 0, data, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA, false);
+    return do_send(ep, buf, len, dest, 0, data, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA, false,
+                   true);
 }
 
 // fi_tagged
@@ -138,7 +140,7 @@ ssize_t t_sendmsg(fid_ep *ep, const fi_msg_tagged *msg, uint64_t flags) {
                           msg->context, flags, true);
 }
 ssize_t t_inject(fid_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t tag) {
-    return do_send(ep, buf, len, dest, tag, 0, nullptr, FI_INJECT, true);
+    return do_send(ep, buf, len, dest, tag, 0, nullptr, FI_INJECT, true, true);
 }
 ssize_t t_senddata(fid_ep *ep, const void *buf, size_t len, void *, uint64_t data, fi_addr_t dest,
                    uint64_t tag, void *ctx) {
@@ -147,7 +149,8 @@ ssize_t t_senddata(fid_ep *ep, const void *buf, size_t len, void *, uint64_t dat
 }
 ssize_t t_injectdata(fid_ep *ep, const void *buf, size_t len, uint64_t data, fi_addr_t dest,
                      uint64_t tag) {
-    return do_send(ep, buf, len, dest, tag, data, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA, true);
+    return do_send(ep, buf, len, dest, tag, data, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA, true,
+                   true);
 }
 
 // Before fi_enable, and for operations not built yet, every data call is -FI_ENOSYS.

@@ -218,7 +218,7 @@ void Context::complete_send(const SendArgs &a, int err, int prov_errno) {
     uint64_t flags = (a.tagged ? FI_TAGGED : FI_MSG) | FI_SEND;
     if (!err) {
         if (tx_.cntr) tx_.cntr->inc(tx_.cntr->counts_bytes() ? a.len : 1);
-        if ((a.flags & FI_INJECT) || (tx_.selective && !(a.flags & FI_COMPLETION))) return;
+        if (a.inject_call || (tx_.selective && !(a.flags & FI_COMPLETION))) return;
         if (tx_.cq) tx_.cq->push(Completion{a.context, flags, 0, nullptr, 0, 0, FI_ADDR_NOTAVAIL});
         return;
     }

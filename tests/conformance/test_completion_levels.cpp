@@ -47,6 +47,20 @@ TEST_P(CompletionLevelsTest, MoreDefersSendsUntilAFlushingSend) {
     }
 }
 
+// FI_INJECT on fi_sendmsg only frees the buffer early: unlike fi_inject, the send still
+// has a completion (found by fabtests' fi_msg_inject).
+TEST_P(CompletionLevelsTest, SendmsgWithInjectStillCompletes) {
+    Pair p = make_pair();
+    uint64_t out = 0x1234, in = 0;
+    int r = 0, s = 0;
+    ASSERT_OK(fi_recv(p.b->ep(), &in, sizeof(in), nullptr, FI_ADDR_UNSPEC, &r));
+    ASSERT_OK(sendmsg(p, &out, sizeof(out), &s, FI_INJECT | FI_COMPLETION));
+    out = 0;  // the buffer is ours again
+    wait_comp(p.a->tx(), &s, "send posted with FI_INJECT");
+    wait_comp(p.b->rx(), &r, "receive");
+    EXPECT_EQ(0x1234u, in);
+}
+
 TEST_P(CompletionLevelsTest, MoreDefersTaggedSends) {
     Pair p = make_pair();
     uint64_t in[2] = {}, out[2] = {7, 8};

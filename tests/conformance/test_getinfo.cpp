@@ -250,6 +250,32 @@ TEST_F(GetinfoTest, CapsTrimmedToRequest) {
     }
 }
 
+// libfabric's per-direction capability sets (as fabtests' getinfo_test checks them):
+// domain-level bits stay out of tx/rx caps, and tx/rx caps are subsets of info->caps.
+TEST_F(GetinfoTest, DirectionCapsFollowLibfabricSets) {
+    const uint64_t tx_ok = FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | FI_MULTICAST |
+                           FI_NAMED_RX_CTX | FI_HMEM | FI_COLLECTIVE | FI_SEND | FI_READ |
+                           FI_WRITE | FI_TRIGGER | FI_FENCE;
+    const uint64_t rx_ok = FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | FI_DIRECTED_RECV |
+                           FI_VARIABLE_MSG | FI_HMEM | FI_COLLECTIVE | FI_RECV | FI_REMOTE_READ |
+                           FI_REMOTE_WRITE | FI_SOURCE | FI_SOURCE_ERR | FI_RMA_EVENT |
+                           FI_MULTI_RECV | FI_TRIGGER;
+    for (uint64_t caps : {uint64_t(0), uint64_t(FI_MSG), uint64_t(FI_TAGGED | FI_SOURCE)}) {
+        InfoPtr hints = make_hints(EpOptions{}, "cxi0");
+        hints->caps = caps;
+        GetinfoResult r = getinfo(nullptr, nullptr, 0, hints.get());
+        ASSERT_OK(r.rc);
+        for (const fi_info *i = r.info.get(); i; i = i->next) {
+            EXPECT_EQ(0u, i->tx_attr->caps & ~tx_ok)
+                << std::hex << "tx caps 0x" << i->tx_attr->caps;
+            EXPECT_EQ(0u, i->rx_attr->caps & ~rx_ok)
+                << std::hex << "rx caps 0x" << i->rx_attr->caps;
+            EXPECT_EQ(0u, i->tx_attr->caps & ~i->caps) << "tx caps outside info caps";
+            EXPECT_EQ(0u, i->rx_attr->caps & ~i->caps) << "rx caps outside info caps";
+        }
+    }
+}
+
 TEST_F(GetinfoTest, OneSidedCapsNotOfferedYet_ENODATA) {
     for (uint64_t caps : {FI_MSG | FI_RMA, FI_TAGGED | FI_ATOMIC}) {
         InfoPtr hints = make_hints(EpOptions{}, "cxi0");

@@ -88,6 +88,20 @@ TEST_P(MultiRecvTest, PacksMessagesAndReleasesWhenFull) {
     expect_quiet(p_.b->rx(), "after the buffer was released");
 }
 
+// FI_MULTI_RECV in rx_attr->op_flags makes a plain fi_recv a multi-receive (fabtests'
+// fi_multi_recv relies on it).
+TEST_P(MultiRecvTest, RxOpFlagsMakeFiRecvAMultiReceive) {
+    EpOptions ob;
+    ob.rx_op_flags = FI_MULTI_RECV | FI_COMPLETION;
+    p_ = make_pair(EpOptions{}, ob);
+    const std::vector<size_t> lens(8, 100);
+    std::vector<uint8_t> buf(800);
+    int ctx = 0;
+    ASSERT_OK(fi_recv(p_.b->ep(), buf.data(), buf.size(), nullptr, FI_ADDR_UNSPEC, &ctx));
+    send_all(lens);
+    expect_packed(lens, buf.data(), &ctx, true);
+}
+
 TEST_P(MultiRecvTest, ManyTinyMessagesWithMatchingMinimum) {
     const std::vector<size_t> lens(1024, 20);
     std::vector<uint8_t> buf(1024 * 20);
