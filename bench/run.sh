@@ -21,15 +21,19 @@ port=48100
 
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-# One client/server pair; prints the client's last result line.
+# One client/server pair; prints the client's last result line. fi_pingpong pairs up
+# through its own TCP port (-B/-P); fabtests binaries (FT=1) through their
+# out-of-band exchange (-E), each side on its own PID/service (-B 5 / -B 6).
 pair() {
     local prov=$1; shift
     port=$((port + 1))
-    "$@" -p "$prov" -B $port >/dev/null 2>&1 &
+    local server_args=(-B "$port") client_args=(-P "$port")
+    if [ "${FT:-0}" = 1 ]; then server_args=(-E -B 5); client_args=(-E -B 6); fi
+    "$@" -p "$prov" "${server_args[@]}" >/dev/null 2>&1 &
     local server=$!
     sleep 0.3
     local line
-    line=$("$@" -p "$prov" -P $port 127.0.0.1 2>/dev/null | tail -1) || true
+    line=$("$@" -p "$prov" "${client_args[@]}" 127.0.0.1 2>/dev/null | tail -1) || true
     wait $server 2>/dev/null || true
     echo "$line"
 }
@@ -59,8 +63,9 @@ row "fi_pingpong 8 B latency (usec/xfer)" 7 "lower is better" \
 row "fi_pingpong 1 MiB bandwidth (MB/s)" 6 "higher is better" \
     fi_pingpong -e rdm -S 1048576 -I "$BW_ITERS"
 if [ -x "$FABTESTS_BIN/fi_rdm_tagged_pingpong" ]; then
-    row "fi_rdm_tagged_pingpong 8 B latency (usec/xfer)" 7 "lower is better" \
+    # fabtests print: bytes iters total time MB/sec usec/xfer Mxfers/sec
+    FT=1 row "fi_rdm_tagged_pingpong 8 B latency (usec/xfer)" 6 "lower is better" \
         "$FABTESTS_BIN/fi_rdm_tagged_pingpong" -S 8 -I "$LAT_ITERS"
-    row "fi_rdm_tagged_bw 1 MiB bandwidth (MB/s)" 6 "higher is better" \
+    FT=1 row "fi_rdm_tagged_bw 1 MiB bandwidth (MB/s)" 5 "higher is better" \
         "$FABTESTS_BIN/fi_rdm_tagged_bw" -S 1048576 -I "$BW_ITERS"
 fi
