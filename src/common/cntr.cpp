@@ -55,15 +55,8 @@ fi_ops cntr_fid_ops = make_fid_ops(cntr_close, fid_no_bind, cntr_control, fid_no
 int Cntr::check_attr(const fi_cntr_attr &attr) {
     if (attr.events != FI_CNTR_EVENTS_COMP && attr.events != 1)
         SN_REJECT(-FI_ENOSYS, FI_LOG_CNTR, "unsupported counter events %d\n", attr.events);
-    switch (attr.wait_obj) {
-        case FI_WAIT_NONE:
-        case FI_WAIT_UNSPEC:
-        case FI_WAIT_YIELD:
-            break;
-        default:
-            SN_REJECT(-FI_ENOSYS, FI_LOG_CNTR, "unsupported counter wait object %d\n",
-                      attr.wait_obj);
-    }
+    if (!polled_wait_obj(attr.wait_obj))
+        SN_REJECT(-FI_ENOSYS, FI_LOG_CNTR, "unsupported counter wait object %d\n", attr.wait_obj);
     if (attr.flags & ~(1ULL << 32))
         SN_REJECT(-FI_ENOSYS, FI_LOG_CNTR, "unsupported counter flags 0x%lx\n", attr.flags);
     return 0;

@@ -2,11 +2,17 @@
 // result or the timeout; negative timeouts wait forever.
 #pragma once
 
+#include <rdma/fabric.h>
 #include <sched.h>
 
 #include <chrono>
 
 namespace softnic {
+
+// The wait objects that blocking by polling can honour.
+inline bool polled_wait_obj(fi_wait_obj w) {
+    return w == FI_WAIT_NONE || w == FI_WAIT_UNSPEC || w == FI_WAIT_YIELD;
+}
 
 // Calls step() until it returns true; false when timeout_ms elapsed first.
 template <class Step>

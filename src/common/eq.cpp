@@ -52,14 +52,8 @@ fi_ops eq_fid_ops = make_fid_ops(eq_close, fid_no_bind, eq_control, fid_no_ops_o
 }  // namespace
 
 int Eq::check_attr(const fi_eq_attr &attr) {
-    switch (attr.wait_obj) {
-        case FI_WAIT_NONE:
-        case FI_WAIT_UNSPEC:
-        case FI_WAIT_YIELD:
-            break;
-        default:
-            SN_REJECT(-FI_ENOSYS, FI_LOG_EQ, "unsupported EQ wait object %d\n", attr.wait_obj);
-    }
+    if (!polled_wait_obj(attr.wait_obj))
+        SN_REJECT(-FI_ENOSYS, FI_LOG_EQ, "unsupported EQ wait object %d\n", attr.wait_obj);
     return 0;
 }
 
