@@ -14,14 +14,8 @@ bool RxMsg::tagged() const {
     return wflags & kWTagged;
 }
 
-Context::Context(Domain &domain, uint64_t caps, size_t tx_size, uint64_t tx_op_flags,
-                 uint64_t rx_op_flags)
-    : domain_(domain),
-      caps_(caps),
-      tx_op_flags_(tx_op_flags),
-      rx_op_flags_(rx_op_flags),
-      vni_(domain.vni()),
-      tx_pool_(tx_size ? tx_size : 1) {
+Context::Context(Domain &domain, uint64_t caps, size_t tx_size)
+    : domain_(domain), caps_(caps), vni_(domain.vni()), tx_pool_(tx_size ? tx_size : 1) {
     for (auto &op : tx_pool_) {
         op.next = tx_free_;
         tx_free_ = &op;

@@ -71,8 +71,8 @@ struct TxOp {
 
 class Context : public ProgressSource, private transport::PacketSink {
   public:
-    Context(Domain &domain, uint64_t caps, size_t tx_size, uint64_t tx_op_flags,
-            uint64_t rx_op_flags);
+    // Operation flags live in the EpViews that refer to the context.
+    Context(Domain &domain, uint64_t caps, size_t tx_size);
     ~Context() override;
     Context(const Context &) = delete;
     Context &operator=(const Context &) = delete;
@@ -86,8 +86,6 @@ class Context : public ProgressSource, private transport::PacketSink {
     Av *av() const { return av_; }
     CompletionBind &tx_bind() { return tx_; }
     CompletionBind &rx_bind() { return rx_; }
-    uint64_t &tx_op_flags() { return tx_op_flags_; }
-    uint64_t &rx_op_flags() { return rx_op_flags_; }
     size_t &min_multi_recv() { return min_multi_recv_; }
     uint64_t caps() const { return caps_; }
 
@@ -103,7 +101,7 @@ class Context : public ProgressSource, private transport::PacketSink {
     bool deliver(const uint8_t *pkt, size_t len) override;
     bool on_msg(const WireHdr &h, const uint8_t *payload);
     void on_data(const WireHdr &h, const uint8_t *payload);
-    RecvOp *match_posted(const WireHdr &h, uint64_t src_key, fi_addr_t &src);
+    RecvOp *match_posted(const WireHdr &h, fi_addr_t src);
     bool recv_matches(const RecvOp &r, bool tagged, uint64_t tag, fi_addr_t src) const;
     RxMsg *match_unexpected(const RecvArgs &a, bool skip_claimed);
     bool store_unexpected(RxMsg *m, const uint8_t *payload, size_t n);
@@ -139,7 +137,6 @@ class Context : public ProgressSource, private transport::PacketSink {
 
     Domain &domain_;
     uint64_t caps_;
-    uint64_t tx_op_flags_, rx_op_flags_;
     size_t min_multi_recv_ = 64;
     uint32_t pid_ = kPidAny;
     uint16_t vni_;

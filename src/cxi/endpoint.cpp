@@ -142,7 +142,7 @@ Endpoint::Endpoint(Domain &domain, const fi_info &info, void *context, bool scal
     view_.rx_flags = rxf;
     size_t n = std::max(tx_ctx_cnt_, rx_ctx_cnt_);
     for (size_t i = 0; i < n; i++)
-        contexts_.push_back(std::make_unique<Context>(domain, caps_, tx_size_, txf, rxf));
+        contexts_.push_back(std::make_unique<Context>(domain, caps_, tx_size_));
     if (!scalable) view_.ctx = contexts_[0].get();
     domain_.refs().get();
 }

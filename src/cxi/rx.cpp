@@ -40,12 +40,11 @@ bool Context::recv_matches(const RecvOp &r, bool tagged, uint64_t tag, fi_addr_t
     return true;
 }
 
-RecvOp *Context::match_posted(const WireHdr &h, uint64_t src_key, fi_addr_t &src) {
+RecvOp *Context::match_posted(const WireHdr &h, fi_addr_t src) {
     bool tagged = h.flags & kWTagged;
     List<RecvOp> &list = posted_[tagged];
     for (RecvOp *op = list.head; op; op = op->next)
         if (recv_matches(*op, tagged, h.tag, src)) return op;
-    (void)src_key;
     return nullptr;
 }
 
@@ -87,7 +86,7 @@ bool Context::on_msg(const WireHdr &h, const uint8_t *payload) {
     const uint64_t key = addr_key(h.src_nic, h.src_pid);
     bool known = false;
     fi_addr_t src = source_of(key, known);
-    RecvOp *op = match_posted(h, key, src);
+    RecvOp *op = match_posted(h, src);
     if (op && h.payload == h.msg_len && !(h.flags & (kWRdzv | kWAckReq))) {
         // The common case: a one-packet message for a posted receive, done in place.
         RxMsg local{key,       h.src_nic, h.src_pid,   src,     known,     h.tag,
