@@ -11,6 +11,22 @@ using namespace cxit;
 
 namespace {
 
+// Message descriptors over `count` iovs to `addr`, everything else zero.
+fi_msg msg_of(iovec *iov, size_t count, fi_addr_t addr) {
+    fi_msg m{};
+    m.msg_iov = iov;
+    m.iov_count = count;
+    m.addr = addr;
+    return m;
+}
+fi_msg_tagged tmsg_of(iovec *iov, size_t count, fi_addr_t addr) {
+    fi_msg_tagged m{};
+    m.msg_iov = iov;
+    m.iov_count = count;
+    m.addr = addr;
+    return m;
+}
+
 class ErrorsTest : public CxiTest {
   protected:
     EndpointPtr self_ep(fi_addr_t &self, const EpOptions &o = {}) {
@@ -81,10 +97,7 @@ TEST_F(ErrorsTest, SendArguments_EINVAL) {
     EXPECT_RC(-FI_EINVAL, fi_send(ep->ep(), buf, 8, nullptr, 1000, nullptr))
         << "fi_addr not in the AV";
     iovec iov[2] = {{buf, 8}, {buf + 8, 8}};
-    fi_msg msg{};
-    msg.msg_iov = iov;
-    msg.iov_count = 2;
-    msg.addr = self;
+    fi_msg msg = msg_of(iov, 2, self);
     EXPECT_RC(-FI_EINVAL, fi_sendmsg(ep->ep(), &msg, 0)) << "iov_count 2 > iov_limit 1";
     EXPECT_RC(-FI_EINVAL, fi_sendmsg(ep->ep(), nullptr, 0)) << "NULL msg";
     msg.iov_count = 1;
@@ -103,10 +116,7 @@ TEST_F(ErrorsTest, RecvArguments_EINVAL) {
               fi_trecv(ep->ep(), buf, 8, nullptr, FI_ADDR_UNSPEC, 0, 1ULL << 48, nullptr))
         << "ignore above 48 bits";
     iovec iov[2] = {{buf, 8}, {buf + 8, 8}};
-    fi_msg msg{};
-    msg.msg_iov = iov;
-    msg.iov_count = 2;
-    msg.addr = FI_ADDR_UNSPEC;
+    fi_msg msg = msg_of(iov, 2, FI_ADDR_UNSPEC);
     EXPECT_RC(-FI_EINVAL, fi_recvmsg(ep->ep(), &msg, 0)) << "iov_count 2";
 }
 
@@ -225,10 +235,7 @@ TEST_F(ErrorsTest, InjectTooLarge_EMSGSIZE) {
     EXPECT_RC(-FI_EMSGSIZE, fi_tinject(ep->ep(), buf.data(), n, self, 1));
     EXPECT_RC(-FI_EMSGSIZE, fi_tinjectdata(ep->ep(), buf.data(), n, 5, self, 1));
     iovec iov{buf.data(), n};
-    fi_msg msg{};
-    msg.msg_iov = &iov;
-    msg.iov_count = 1;
-    msg.addr = self;
+    fi_msg msg = msg_of(&iov, 1, self);
     EXPECT_RC(-FI_EMSGSIZE, fi_sendmsg(ep->ep(), &msg, FI_INJECT));
 }
 
@@ -247,16 +254,10 @@ TEST_F(ErrorsTest, SendmsgFlagsOutsideTxMask_EBADFLAGS) {
     EndpointPtr ep = self_ep(self);
     char buf[8] = {};
     iovec iov{buf, sizeof(buf)};
-    fi_msg msg{};
-    msg.msg_iov = &iov;
-    msg.iov_count = 1;
-    msg.addr = self;
+    fi_msg msg = msg_of(&iov, 1, self);
     EXPECT_RC(-FI_EBADFLAGS, fi_sendmsg(ep->ep(), &msg, FI_MULTI_RECV));
     EXPECT_RC(-FI_EBADFLAGS, fi_sendmsg(ep->ep(), &msg, FI_PEEK));
-    fi_msg_tagged tmsg{};
-    tmsg.msg_iov = &iov;
-    tmsg.iov_count = 1;
-    tmsg.addr = self;
+    fi_msg_tagged tmsg = tmsg_of(&iov, 1, self);
     EXPECT_RC(-FI_EBADFLAGS, fi_tsendmsg(ep->ep(), &tmsg, FI_PEEK));
 }
 
@@ -265,15 +266,9 @@ TEST_F(ErrorsTest, RecvmsgFlagsOutsideRxMask_EBADFLAGS) {
     EndpointPtr ep = self_ep(self);
     char buf[8] = {};
     iovec iov{buf, sizeof(buf)};
-    fi_msg msg{};
-    msg.msg_iov = &iov;
-    msg.iov_count = 1;
-    msg.addr = FI_ADDR_UNSPEC;
+    fi_msg msg = msg_of(&iov, 1, FI_ADDR_UNSPEC);
     EXPECT_RC(-FI_EBADFLAGS, fi_recvmsg(ep->ep(), &msg, FI_PEEK)) << "PEEK is tagged-only";
-    fi_msg_tagged tmsg{};
-    tmsg.msg_iov = &iov;
-    tmsg.iov_count = 1;
-    tmsg.addr = FI_ADDR_UNSPEC;
+    fi_msg_tagged tmsg = tmsg_of(&iov, 1, FI_ADDR_UNSPEC);
     int ctx = 0;
     tmsg.context = &ctx;
     EXPECT_RC(-FI_EBADFLAGS, fi_trecvmsg(ep->ep(), &tmsg, FI_DISCARD));
