@@ -1,5 +1,7 @@
 #include "cxi/addr.hpp"
 
+#include "cxi/env.hpp"
+
 #include <cstdio>
 
 #include "common/info.hpp"
@@ -43,6 +45,10 @@ std::string ring_name(uint32_t nic, uint16_t vni, uint32_t pid) {
     char buf[64];
     std::snprintf(buf, sizeof(buf), "/softnic-cxi-%05x-%u-%u", nic, vni, pid);
     return buf;
+}
+
+uint16_t udp_port(uint16_t vni, uint32_t pid) {
+    return uint16_t(env().udp_port_base + (vni % 16) * 512 + pid);
 }
 
 }  // namespace softnic::cxi

@@ -48,5 +48,8 @@ bool parse_service(const char *service, uint32_t &pid);
 
 // The shared-memory name of an endpoint's receive ring.
 std::string ring_name(uint32_t nic, uint16_t vni, uint32_t pid);
+// The UDP port of endpoint (VNI, PID) on every NIC: FI_CXI_UDP_PORT_BASE +
+// (VNI % 16) * 512 + PID, so a remote peer computes it from the address alone.
+uint16_t udp_port(uint16_t vni, uint32_t pid);
 
 }  // namespace softnic::cxi

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <rdma/fi_cxi_ext.h>
+
 #include "common/log.hpp"
 #include "cxi/domain.hpp"
 #include "cxi/env.hpp"
@@ -20,9 +22,11 @@ Context::Context(Domain &domain, uint64_t caps, size_t tx_size)
         op.next = tx_free_;
         tx_free_ = &op;
     }
+    awaiting_ack_.reserve(tx_pool_.size());
 }
 
 Context::~Context() {
+    close();
     for (CompletionBind *b : {&tx_, &rx_}) {
         if (b->cq) {
             b->cq->progress().remove(this);
@@ -47,11 +51,13 @@ int Context::open(uint32_t pid, bool quiet) {
     for (uint32_t p = first; p <= last; p++) {
         int err = 0;
         auto q = transport::shm::ShmRxQueue::create(ring_name(domain_.nic().addr, vni_, p), g, err);
-        if (q) {
+        if (q && open_udp(p) == 0) {
             rxq_ = std::move(q);
             pid_ = p;
+            if (env().offload) transport::offload_register(this);
             return 0;
         }
+        if (q) err = -EADDRINUSE;  // the ring was free but the UDP port is not
         if (err != -EADDRINUSE)
             SN_REJECT(-FI_ENOSPC, FI_LOG_EP_CTRL, "cannot create receive ring: %s\n",
                       strerror(-err));
@@ -64,28 +70,52 @@ int Context::open(uint32_t pid, bool quiet) {
 }
 
 void Context::close() {
+    if (!rxq_) return;
+    if (env().offload) transport::offload_unregister(this);
+    SpinGuard g(lock_);
+    if (udp_) udp_->linger();
+    udp_.reset();
     rxq_.reset();
     pid_ = kPidAny;
 }
 
 void Context::progress() {
+    app_calls_.store(app_calls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     if (!rxq_ || !lock_.try_lock()) return;  // someone else is progressing this context
+    progress_locked();
+    lock_.unlock();
+}
+
+bool Context::offload_progress(bool readable) {
+    if (readable && udp_) udp_->mark_active();  // the application polls the socket from now on
+    if (!lock_.try_lock()) return false;
+    if (rxq_) progress_locked();
+    lock_.unlock();
+    return true;
+}
+
+void Context::progress_locked() {
     rxq_->poll(*this, 64);
+    if (udp_ && udp_->wants_poll()) poll_udp();
     while (!ctrl_backlog_.empty()) {
         auto &[link, h] = ctrl_backlog_.front();
         if (!link->send(&h, sizeof(h), nullptr, 0)) break;
         ctrl_backlog_.pop_front();
     }
     if (!pending_.empty() && !holding_more_) pump_pending();
+    if (!awaiting_ack_.empty()) check_acks();
     if ((++progress_calls_ & 4095) == 0 && tx_outstanding_ > pending_count_) reap_dead_peers();
-    lock_.unlock();
+    bool work = tx_outstanding_ || !ctrl_backlog_.empty() || (udp_ && udp_->busy());
+    if (work != work_hint_.load(std::memory_order_relaxed))
+        work_hint_.store(work, std::memory_order_relaxed);
 }
 
 // Sends waiting for a kDone from a peer that went away complete with an error.
 void Context::reap_dead_peers() {
     for (auto &op : tx_pool_) {
         if (tx_by_cookie(op.cookie) != &op || op.pending || !op.link) continue;
-        if (!op.link->alive() || op.link->peer_dead()) fail_link(op.link);
+        if (!op.link->alive() || op.link->peer_dead())
+            fail_link(op.link, FI_EHOSTUNREACH, C_RC_UNDELIVERABLE);
     }
 }
 

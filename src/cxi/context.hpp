@@ -20,7 +20,9 @@
 #include "cxi/caps.hpp"
 #include "cxi/rx_state.hpp"
 #include "cxi/wire.hpp"
+#include "transport/offload.hpp"
 #include "transport/transport.hpp"
+#include "transport/udp/udp_endpoint.hpp"
 
 namespace softnic::cxi {
 
@@ -67,9 +69,13 @@ struct TxOp {
     TxOp *next, *prev;
     uint32_t gen;
     bool pending, queued_for_stream;
+    bool awaiting_ack;   // transmitted over a network link: completes when acknowledged
+    uint64_t ack_token;  // the link's token for the last packet of this operation
 };
 
-class Context : public ProgressSource, private transport::PacketSink {
+class Context : public ProgressSource,
+                public transport::OffloadClient,
+                private transport::PacketSink {
   public:
     // Operation flags live in the EpViews that refer to the context.
     Context(Domain &domain, uint64_t caps, size_t tx_size);
@@ -96,7 +102,22 @@ class Context : public ProgressSource, private transport::PacketSink {
     size_t unexpected(fi_cq_tagged_entry *e, size_t count, fi_addr_t *src, size_t *total);
     void progress() override;
 
+    // The offload helper's view (transport/offload.hpp).
+    int offload_fd() override { return udp_ ? udp_->fd() : -1; }
+    bool offload_watch() override { return udp_ && !udp_->wants_poll(); }
+    uint64_t app_calls() override { return app_calls_.load(std::memory_order_relaxed); }
+    bool offload_wanted() override { return work_hint_.load(std::memory_order_relaxed); }
+    bool offload_progress(bool readable) override;
+
   private:
+    void progress_locked();
+    // Paths to peers (links.cpp): shared memory on our own NIC, UDP to any other.
+    transport::Link *link_for(uint32_t nic, uint32_t pid, int &err);
+    int open_udp(uint32_t pid);
+    void poll_udp();
+    void check_acks();
+    void fail_link(transport::Link *link, int err, int prov_errno);
+    void fail_inbound(uint32_t nic, uint32_t pid, int err);
     // Receive path (rx.cpp).
     bool deliver(const uint8_t *pkt, size_t len) override;
     bool on_msg(const WireHdr &h, const uint8_t *payload);
@@ -132,7 +153,6 @@ class Context : public ProgressSource, private transport::PacketSink {
     void complete_send(const SendArgs &a, int err, int prov_errno);
     void fill_hdr(WireHdr &h, Pkt type, const SendArgs &a) const;
     uint64_t completion_level(uint64_t flags) const;
-    void fail_link(transport::Link *link);
     void reap_dead_peers();
 
     Domain &domain_;
@@ -143,7 +163,11 @@ class Context : public ProgressSource, private transport::PacketSink {
     Av *av_ = nullptr;
     CompletionBind tx_, rx_;
     std::unique_ptr<transport::RxQueue> rxq_;
+    std::unique_ptr<transport::udp::UdpEndpoint> udp_;
+    std::vector<transport::udp::Channel *> failed_links_;
     SpinLock lock_;
+    std::atomic<uint64_t> app_calls_{0};
+    std::atomic<bool> work_hint_{false};  // something needs progress without the application
 
     // Transmit state.
     std::vector<TxOp> tx_pool_;
@@ -151,6 +175,7 @@ class Context : public ProgressSource, private transport::PacketSink {
     size_t tx_outstanding_ = 0;
     List<TxOp> pending_;  // FIFO of operations still to (fully) transmit
     size_t pending_count_ = 0;
+    std::vector<TxOp *> awaiting_ack_;  // transmitted, waiting for the network to acknowledge
     bool holding_more_ = false;
     unsigned eagain_streak_ = 0;
     unsigned progress_calls_ = 0;  // full-ring refusals in a row: check the peer is alive

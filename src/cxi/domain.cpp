@@ -1,5 +1,6 @@
 #include "cxi/domain.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/av.hpp"
@@ -189,6 +190,12 @@ Domain::Domain(Fabric &fabric, const fi_info &info, const SoftNic &nic, void *co
         *refs = &e.refs();
         return 0;
     };
+    const Env &e = env();
+    size_t mtu = e.udp_mtu ? e.udp_mtu : nic.mtu;
+    udp_cfg_.max_datagram = std::min<size_t>(mtu > 576 ? mtu - 28 : 548, 65507);
+    udp_cfg_.window = uint32_t(e.udp_window);
+    udp_cfg_.retry_limit = unsigned(e.udp_retry_limit);
+    udp_cfg_.faults = e.fault_config;
     fabric_.refs().get();
 }
 
@@ -208,8 +215,8 @@ transport::Link *Domain::link_to(uint32_t nic, uint16_t vni, uint32_t pid, int &
     std::lock_guard<std::mutex> g(links_lock_);
     auto it = links_.find(key);
     if (it != links_.end() && it->second->alive()) return it->second;
-    if (!find_nic_by_addr(nic)) {
-        err = -FI_EHOSTUNREACH;  // another host: the UDP transport's job
+    if (nic != nic_.addr) {
+        err = -FI_EHOSTUNREACH;  // another NIC: the UDP transport's job
         return nullptr;
     }
     int e = 0;

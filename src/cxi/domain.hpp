@@ -16,6 +16,7 @@
 #include "common/mr.hpp"
 #include "cxi/nic.hpp"
 #include "transport/transport.hpp"
+#include "transport/udp/udp_endpoint.hpp"
 
 namespace softnic::cxi {
 
@@ -57,7 +58,10 @@ class Domain {
     };
     Options &options() { return options_; }
 
-    // The path to endpoint (nic, vni, pid); null with err set when unreachable.
+    // How this NIC's endpoints talk to other hosts (path MTU, window, faults...).
+    const transport::udp::UdpConfig &udp_config() const { return udp_cfg_; }
+
+    // The shared-memory path to endpoint (nic, vni, pid) on this NIC; null with err set.
     // Links live as long as the domain, so callers may cache the pointer.
     transport::Link *link_to(uint32_t nic, uint16_t vni, uint32_t pid, int &err);
     // Forget a link whose peer went away, so that the next lookup reopens it.
@@ -75,6 +79,7 @@ class Domain {
     MrTable mrs_;
     struct fid *eq_ = nullptr;
     Options options_;
+    transport::udp::UdpConfig udp_cfg_;
     std::mutex links_lock_;
     std::unordered_map<uint64_t, transport::Link *> links_;
     std::vector<std::unique_ptr<transport::Link>> all_links_;  // including retired ones

@@ -4,6 +4,7 @@
 
 #include "common/params.hpp"
 #include "transport/shm/shm_transport.hpp"
+#include "transport/udp/fault.hpp"
 
 namespace softnic::cxi {
 namespace {
@@ -58,6 +59,21 @@ const ParamDef kParams[] = {
     {ParamDef::kBool, "shm_cma",
      "softnic: pull rendezvous data with process_vm_readv (1) or "
      "stream it through the rings (0)."},
+    {ParamDef::kInt, "udp_port_base",
+     "softnic: UDP port of PID 0 on VNI 0; an endpoint listens on "
+     "base + (VNI % 16) * 512 + PID."},
+    {ParamDef::kSize, "udp_mtu", "softnic: path MTU towards other hosts (0: the interface's)."},
+    {ParamDef::kSize, "udp_retry_limit",
+     "softnic: retransmission timeouts in a row before a peer is "
+     "declared dead and its operations fail."},
+    {ParamDef::kSize, "udp_window", "softnic: packets in flight per peer over UDP."},
+    {ParamDef::kStr, "faults",
+     "softnic: fault injection on the UDP send path, e.g. "
+     "drop=5,dup=2,reorder=3,delay=1,delay_us=500,seed=7 (percentages)."},
+    {ParamDef::kBool, "offload",
+     "softnic: run the offload helper thread that acknowledges, "
+     "retransmits and serves rendezvous reads while the application "
+     "is not calling in."},
 };
 
 void define_one(const fi_provider *p, const ParamDef &d) {
@@ -109,6 +125,12 @@ void read_all(const fi_provider *p, Env &e) {
     get_size(p, "shm_ring_cells", e.shm_ring_cells);
     get_size(p, "shm_cell_size", e.shm_cell_size);
     get_bool(p, "shm_cma", e.shm_cma);
+    get_int(p, "udp_port_base", e.udp_port_base);
+    get_size(p, "udp_mtu", e.udp_mtu);
+    get_size(p, "udp_retry_limit", e.udp_retry_limit);
+    get_size(p, "udp_window", e.udp_window);
+    get_str(p, "faults", e.faults);
+    get_bool(p, "offload", e.offload);
 }
 
 void check_choice(std::string &v, std::initializer_list<const char *> ok, const char *dflt,
@@ -148,6 +170,19 @@ void fix_up(Env &e) {
         e.shm_ring_cells = 256;
     if (e.shm_cell_size < 512 || e.shm_cell_size > 65536 || e.shm_cell_size % 64)
         e.shm_cell_size = 4096;
+    if (e.udp_port_base < 1024 || e.udp_port_base > 65535 - 16 * 512) {
+        SN_WARN(FI_LOG_CORE, "FI_CXI_UDP_PORT_BASE=%d leaves no room, using 20480\n",
+                e.udp_port_base);
+        e.udp_port_base = 20480;
+    }
+    if (e.udp_mtu && (e.udp_mtu < 576 || e.udp_mtu > 65535)) e.udp_mtu = 0;
+    if (e.udp_retry_limit == 0) e.udp_retry_limit = 1;
+    if (e.udp_window < 16 || e.udp_window > 4096) e.udp_window = 256;
+    std::string why;
+    if (!transport::udp::parse_faults(e.faults, e.fault_config, why)) {
+        SN_WARN(FI_LOG_CORE, "FI_CXI_FAULTS ignored: %s\n", why.c_str());
+        e.fault_config = {};
+    }
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <string>
 
+#include "transport/udp/fault.hpp"
+
 struct fi_provider;
 
 namespace softnic::cxi {
@@ -39,6 +41,13 @@ struct Env {
     size_t shm_ring_cells = 256;
     size_t shm_cell_size = 4096;
     bool shm_cma = true;
+    int udp_port_base = 20480;
+    size_t udp_mtu = 0;
+    size_t udp_retry_limit = 20;
+    size_t udp_window = 256;
+    std::string faults;
+    transport::udp::FaultConfig fault_config;
+    bool offload = true;
 
     // Largest message sent eagerly in full.
     size_t eager_max() const { return rdzv_threshold + rdzv_get_min; }

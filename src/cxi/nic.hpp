@@ -24,5 +24,10 @@ struct SoftNic {
 const std::vector<SoftNic> &soft_nics();
 const SoftNic *find_nic(const std::string &name);
 const SoftNic *find_nic_by_addr(uint32_t addr);
+// The IPv4 address (host order) of NIC `addr` seen from `local`: all hosts of a fabric
+// share the address bits above the 20-bit NIC address.
+inline uint32_t peer_ipv4(const SoftNic &local, uint32_t addr) {
+    return (local.ipv4 & ~kNicAddrMask) | (addr & kNicAddrMask);
+}
 
 }  // namespace softnic::cxi

@@ -18,7 +18,7 @@ void Context::send_ctrl(transport::Link *link, const WireHdr &h) {
 
 void Context::send_done(RxMsg *m, uint16_t flags) {
     int err = 0;
-    if (!m->src_link) m->src_link = domain_.link_to(m->src_nic, vni_, m->src_pid, err);
+    if (!m->src_link) m->src_link = link_for(m->src_nic, m->src_pid, err);
     WireHdr h{};
     h.type = static_cast<uint8_t>(Pkt::kDone);
     h.version = kWireVersion;
@@ -33,7 +33,7 @@ void Context::send_done(RxMsg *m, uint16_t flags) {
 
 void Context::start_pull(RxMsg *m) {
     int err = 0;
-    if (!m->src_link) m->src_link = domain_.link_to(m->src_nic, vni_, m->src_pid, err);
+    if (!m->src_link) m->src_link = link_for(m->src_nic, m->src_pid, err);
     if (!m->src_link) {
         complete_rx(m, FI_EIO);  // the sender is gone
         return;

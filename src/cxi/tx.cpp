@@ -11,23 +11,6 @@
 
 namespace softnic::cxi {
 
-transport::Link *Context::route(fi_addr_t dest, int &err) {
-    Av::Entry *e = av_ ? av_->entry(dest) : nullptr;
-    if (!e) {
-        err = -FI_EINVAL;
-        return nullptr;
-    }
-    bool cacheable = av_->rx_ctx_bits() == 0;
-    auto *link = static_cast<transport::Link *>(e->peer_cache.load(std::memory_order_acquire));
-    if (link && cacheable && link->alive()) return link;
-    CxiAddr a;
-    std::memcpy(&a, e->addr.data(), sizeof(a));
-    uint32_t pid = a.pid + av_->rx_index(dest);
-    link = domain_.link_to(a.nic, vni_, pid, err);
-    if (link && cacheable) e->peer_cache.store(link, std::memory_order_release);
-    return link;
-}
-
 void Context::fill_hdr(WireHdr &h, Pkt type, const SendArgs &a) const {
     h = WireHdr{};
     h.type = static_cast<uint8_t>(type);
@@ -57,6 +40,7 @@ bool Context::try_fast_send(const SendArgs &a, transport::Link *link, int &err) 
     if (!pending_.empty() || (a.flags & FI_MORE) || a.len > env().eager_max()) return false;
     if (a.len + sizeof(WireHdr) > link->max_packet()) return false;
     if (completion_level(a.flags) != FI_TRANSMIT_COMPLETE) return false;
+    if (link->completes_on_ack()) return false;  // tracked until the peer acknowledges
     WireHdr h;
     fill_hdr(h, Pkt::kMsg, a);
     h.payload = static_cast<uint32_t>(a.len);
@@ -88,7 +72,8 @@ ssize_t Context::send(const SendArgs &a) {
         return 0;
     }
     if (err == -FI_EAGAIN) {  // the caller progresses and retries, as with a full NIC queue
-        if ((++eagain_streak_ & 1023) == 0 && link->peer_dead()) fail_link(link);
+        if ((++eagain_streak_ & 1023) == 0 && link->peer_dead())
+            fail_link(link, FI_EHOSTUNREACH, C_RC_UNDELIVERABLE);
         return -FI_EAGAIN;
     }
     TxOp *op = alloc_tx();
@@ -109,6 +94,7 @@ ssize_t Context::send(const SendArgs &a) {
     pending_count_++;
     holding_more_ = a.flags & FI_MORE;
     if (!holding_more_) pump_pending();
+    work_hint_.store(true, std::memory_order_relaxed);  // the offload helper may finish it
     return 0;
 }
 
@@ -181,15 +167,21 @@ void Context::pump_pending() {
         // A fence waits until every earlier operation has completed.
         if ((op->a.flags & FI_FENCE) && tx_outstanding_ > pending_count_) return;
         if (!pump(op)) {
-            if (!op->link->alive() || op->link->peer_dead()) fail_link(op->link);
+            if (!op->link->alive() || op->link->peer_dead())
+                fail_link(op->link, FI_EHOSTUNREACH, C_RC_UNDELIVERABLE);
             return;
         }
         pending_.remove(op);
         pending_count_--;
         op->pending = false;
-        if (!op->wait_done || op->done_seen) {
-            complete_tx(op, 0, 0);
+        if (op->wait_done && !op->done_seen) continue;
+        if (op->link->completes_on_ack() && !op->link->acked(op->link->last_token())) {
+            op->awaiting_ack = true;
+            op->ack_token = op->link->last_token();
+            awaiting_ack_.push_back(op);
+            continue;
         }
+        complete_tx(op, 0, 0);
     }
 }
 
@@ -200,6 +192,7 @@ void Context::on_done(const WireHdr &h) {
         domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
         return;
     }
+    if (op->awaiting_ack) return;  // it asked for no kDone: a forged or stale one
     op->done_seen = true;
     if (op->pending) return;  // still transmitting: completes when pumped out
     if (h.flags & kWError)
@@ -230,21 +223,6 @@ void Context::complete_send(const SendArgs &a, int err, int prov_errno) {
     e.entry.err = err;
     e.entry.prov_errno = prov_errno;
     tx_.cq->push_error(e);
-}
-
-// The peer is gone: everything addressed to it fails instead of waiting forever.
-void Context::fail_link(transport::Link *link) {
-    for (auto &op : tx_pool_) {
-        if (op.link != link || tx_by_cookie(op.cookie) != &op) continue;
-        if (op.pending) {
-            pending_.remove(&op);
-            pending_count_--;
-            op.pending = false;
-        }
-        complete_tx(&op, FI_EHOSTUNREACH, C_RC_UNDELIVERABLE);
-    }
-    domain_.drop_link(link);
-    if (av_) av_->forget_peer(link);  // cached routes must be re-resolved
 }
 
 }  // namespace softnic::cxi

@@ -2,8 +2,8 @@
 //
 // A transport carries packets (a protocol header plus payload, at most max_packet()
 // bytes) to a named receive queue, reliably and in order per sender. Protocols above
-// never ask which transport they use. Shared memory implements it now; the UDP
-// transport (with its reliability layer) implements the same interface.
+// never ask which transport they use: shared memory (shm/) within a host, UDP with
+// its reliability layer (udp/) between hosts.
 #pragma once
 
 #include <sys/types.h>
@@ -39,6 +39,12 @@ class Link {
     virtual bool peer_dead() = 0;
     // Single-copy pull from the peer's address space, if this transport offers it.
     virtual BulkReader *bulk() { return nullptr; }
+    // Reliable network transports report transmit completion only once the peer has
+    // acknowledged: last_token() names the packets queued so far, acked(token) says
+    // whether all of them have arrived. Shared memory is complete once queued.
+    virtual bool completes_on_ack() const { return false; }
+    virtual uint64_t last_token() const { return 0; }
+    virtual bool acked(uint64_t) const { return true; }
 };
 
 // Where received packets go. Returning false leaves the packet queued and stops the

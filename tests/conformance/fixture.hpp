@@ -102,10 +102,12 @@ void guarded(const std::function<void()> &fn);
 #define EXPECT_OK(expr) EXPECT_RC(0, expr)
 #define ASSERT_OK(expr) ASSERT_RC(0, expr)
 
-// The one place listing the transports. The UDP round adds one line:
-//   CXIT_INSTANTIATE_ONE(suite, udp, "cxi1")
+// The one place listing the transports: the peer endpoint on the same soft NIC (shared
+// memory) or on the other one (cxi1, another IPv4 address: UDP).
 #define CXIT_INSTANTIATE_ONE(suite, tname, peer)                                      \
     INSTANTIATE_TEST_SUITE_P(tname, suite,                                            \
                              ::testing::Values(::cxit::TransportParam{#tname, peer}), \
                              ::cxit::transport_name)
-#define CXIT_INSTANTIATE_TRANSPORTS(suite) CXIT_INSTANTIATE_ONE(suite, shm, "cxi0")
+#define CXIT_INSTANTIATE_TRANSPORTS(suite)    \
+    CXIT_INSTANTIATE_ONE(suite, shm, "cxi0"); \
+    CXIT_INSTANTIATE_ONE(suite, udp, "cxi1")

@@ -1,0 +1,142 @@
+#include "transport/offload.hpp"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace softnic::transport {
+namespace {
+
+constexpr int kTickMs = 1;    // how soon a quiet application is noticed
+constexpr int kIdleMs = 100;  // nothing to watch: a safety-net wake-up
+
+class Helper {
+  public:
+    void add(OffloadClient *c) {
+        std::lock_guard<std::mutex> g(mu_);
+        clients_.push_back({c, c->app_calls()});
+        if (!thread_.joinable()) {
+            stop_ = false;
+            wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+            thread_ = std::thread([this] { run(); });
+        }
+        kick();
+    }
+
+    void remove(OffloadClient *c) {
+        std::thread done;
+        {
+            std::lock_guard<std::mutex> g(mu_);  // the helper is not inside any client now
+            auto it = std::find_if(clients_.begin(), clients_.end(),
+                                   [c](const Entry &e) { return e.client == c; });
+            if (it != clients_.end()) clients_.erase(it);
+            if (clients_.empty() && thread_.joinable()) {
+                stop_ = true;
+                kick();
+                done = std::move(thread_);
+            }
+        }
+        if (done.joinable()) {
+            done.join();
+            close(wake_fd_);
+            wake_fd_ = -1;
+        }
+    }
+
+  private:
+    struct Entry {
+        OffloadClient *client;
+        uint64_t seen_calls;
+        bool quiet = false;
+    };
+
+    void kick() {
+        uint64_t one = 1;
+        if (wake_fd_ >= 0 && write(wake_fd_, &one, sizeof(one)) < 0) {
+            // the counter is saturated: the helper is awake anyway
+        }
+    }
+
+    // One pass over the clients; fills the descriptors to sleep on. Returns the timeout.
+    int scan(std::vector<pollfd> &fds, std::vector<OffloadClient *> &owners) {
+        std::lock_guard<std::mutex> g(mu_);
+        if (stop_) return -2;
+        fds.assign(1, pollfd{wake_fd_, POLLIN, 0});
+        owners.assign(1, nullptr);
+        bool ticking = false;
+        for (Entry &e : clients_) {
+            uint64_t calls = e.client->app_calls();
+            e.quiet = calls == e.seen_calls;
+            e.seen_calls = calls;
+            bool wanted = e.client->offload_wanted();
+            if (e.quiet && wanted) e.client->offload_progress(false);
+            int fd = e.client->offload_fd();
+            if (fd >= 0 && (e.quiet || e.client->offload_watch())) {  // packets wake us
+                fds.push_back(pollfd{fd, POLLIN, 0});
+                owners.push_back(e.client);
+            }
+            ticking |= !e.quiet || wanted;
+        }
+        return ticking ? kTickMs : kIdleMs;
+    }
+
+    void serve_readable(const std::vector<pollfd> &fds,
+                        const std::vector<OffloadClient *> &owners) {
+        std::lock_guard<std::mutex> g(mu_);
+        for (size_t i = 1; i < fds.size(); i++) {
+            if (!(fds[i].revents & POLLIN)) continue;
+            bool present = std::any_of(clients_.begin(), clients_.end(),
+                                       [&](const Entry &e) { return e.client == owners[i]; });
+            if (present) owners[i]->offload_progress(true);
+        }
+    }
+
+    void run() {
+        std::vector<pollfd> fds;
+        std::vector<OffloadClient *> owners;
+        for (;;) {
+            int timeout = scan(fds, owners);
+            if (timeout == -2) return;
+            int n = ::poll(fds.data(), fds.size(), timeout);
+            if (n <= 0) continue;
+            if (fds[0].revents & POLLIN) {
+                uint64_t v;
+                if (read(wake_fd_, &v, sizeof(v)) < 0) {
+                    // spurious: nothing to consume
+                }
+            }
+            serve_readable(fds, owners);
+            // A client that could not be progressed (its application holds it) would
+            // keep the descriptor readable: give the application a moment.
+            std::this_thread::sleep_for(std::chrono::microseconds(20));
+        }
+    }
+
+    std::mutex mu_;
+    std::vector<Entry> clients_;
+    std::thread thread_;
+    int wake_fd_ = -1;
+    bool stop_ = false;
+};
+
+Helper &helper() {
+    static Helper *h = new Helper;  // never destroyed: clients may outlive static teardown
+    return *h;
+}
+
+}  // namespace
+
+void offload_register(OffloadClient *c) {
+    helper().add(c);
+}
+
+void offload_unregister(OffloadClient *c) {
+    helper().remove(c);
+}
+
+}  // namespace softnic::transport

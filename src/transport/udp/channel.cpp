@@ -1,0 +1,342 @@
+#include "transport/udp/channel.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "transport/udp/udp_endpoint.hpp"
+
+namespace softnic::transport::udp {
+namespace {
+
+constexpr size_t kKeepSlotBytes = 4096;  // larger buffers are freed once acknowledged
+constexpr unsigned kRtoBurst = 8;        // packets resent when the timer fires
+
+// Expand a 32-bit wire sequence to the 64-bit one nearest to `near`.
+int64_t seq_delta(uint32_t wire, uint64_t near) {
+    return int32_t(wire - uint32_t(near));
+}
+
+}  // namespace
+
+Channel::Channel(UdpEndpoint &ep, const sockaddr_in &peer, uint32_t epoch)
+    : ep_(ep),
+      peer_(peer),
+      epoch_(epoch),
+      peer_limit_(ep.config().window),
+      tx_(ep.config().window),
+      rto_ns_(uint64_t(ep.config().rto_min_us) * 2000),
+      rx_(ep.config().window) {}
+
+Channel::~Channel() = default;
+
+size_t Channel::max_packet() const {
+    return ep_.config().max_datagram - sizeof(RelHdr);
+}
+
+void Channel::flush() {
+    ep_.socket().flush();
+}
+
+void Channel::fill_ack(RelHdr &h) {
+    rx_unacked_ = 0;
+    ack_urgent_ = false;
+    h.sack = 0;
+    if (!have_peer_epoch_) return;
+    h.flags |= kRelAckValid;
+    h.ack_epoch = peer_epoch_;
+    h.ack = uint32_t(rcv_next_);
+    h.window = uint32_t(deliv_next_ + rx_.size());
+    if (rx_high_ <= rcv_next_ + 1) return;  // nothing out of order
+    uint64_t end = std::min({deliv_next_ + rx_.size(), rcv_next_ + 65, rx_high_});
+    for (uint64_t s = rcv_next_ + 1; s < end; s++)
+        if (rx(s).present) h.sack |= 1ULL << (s - rcv_next_ - 1);
+}
+
+bool Channel::send(const void *hdr, size_t hdr_len, const iovec *iov, size_t iovcnt, bool more) {
+    if (state_ != State::kOpen) return false;
+    size_t len = hdr_len;
+    for (size_t i = 0; i < iovcnt; i++)
+        len += iov[i].iov_len;
+    size_t total = sizeof(RelHdr) + len;
+    const UdpConfig &cfg = ep_.config();
+    bool window_full = next_seq_ - una_ >= tx_.size() || next_seq_ >= peer_limit_;
+    if (window_full || (una_ != next_seq_ && inflight_bytes_ + total > cfg.window_bytes) ||
+        total > cfg.max_datagram) {
+        blocked_ = true;
+        if (!deadline_) ep_.arm_timer(deadline_ = now_ns() + rto_ns_);  // probe the window
+        ep_.socket().flush();
+        return false;
+    }
+    TxSlot &s = tx(next_seq_);
+    if (s.cap < total) {
+        s.cap = uint32_t(std::max<size_t>(total, 256));
+        s.buf.reset(new uint8_t[s.cap]);
+    }
+    RelHdr h{};
+    h.magic = kRelMagic;
+    h.version = kRelVersion;
+    h.type = uint8_t(RelType::kData);
+    h.epoch = epoch_;
+    h.seq = uint32_t(next_seq_);
+    fill_ack(h);
+    uint8_t *p = s.buf.get();
+    std::memcpy(p, &h, sizeof(h));
+    std::memcpy(p + sizeof(h), hdr, hdr_len);
+    size_t off = sizeof(h) + hdr_len;
+    for (size_t i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len) std::memcpy(p + off, iov[i].iov_base, iov[i].iov_len);
+        off += iov[i].iov_len;
+    }
+    uint64_t now = now_ns();
+    s.len = uint32_t(total);
+    s.sent_ns = now;
+    s.tries = 1;
+    s.sacked = false;
+    inflight_bytes_ += total;
+    if (una_ == next_seq_) ep_.arm_timer(deadline_ = now + rto_ns_);
+    next_seq_++;
+    blocked_ = false;
+    ep_.socket().queue(peer_, p, total);
+    if (!more) ep_.socket().flush();
+    return true;
+}
+
+void Channel::send_ack(RelType type) {
+    RelHdr &h = ack_buf_;
+    h = RelHdr{};
+    h.magic = kRelMagic;
+    h.version = kRelVersion;
+    h.type = uint8_t(type);
+    h.epoch = epoch_;
+    h.seq = uint32_t(next_seq_);
+    fill_ack(h);
+    ep_.socket().queue(peer_, &h, sizeof(h));
+}
+
+void Channel::on_datagram(const RelHdr &h, const uint8_t *body, size_t len, PacketSink &sink) {
+    if ((h.flags & kRelAckValid) && h.ack_epoch == epoch_) on_ack(h, now_ns());
+    switch (RelType(h.type)) {
+        case RelType::kData:
+            on_data(h, body, len, sink);
+            break;
+        case RelType::kProbe:
+            if (!have_peer_epoch_) reset_rx(h.epoch);
+            ack_urgent_ = true;
+            ep_.need_ack(this);
+            break;
+        case RelType::kAck:
+            break;
+    }
+}
+
+void Channel::on_ack(const RelHdr &h, uint64_t now) {
+    int64_t d = seq_delta(h.ack, una_);
+    last_ack_seen_ = h.ack;
+    if (d < 0 || una_ + uint64_t(d) > next_seq_) return;  // stale or bogus
+    uint64_t a = una_ + uint64_t(d);
+    heard_ = true;
+    retries_ = 0;
+    uint64_t limit = a + uint64_t(int64_t(seq_delta(h.window, a)));
+    if (limit > peer_limit_ && limit <= a + tx_.size()) peer_limit_ = limit;
+    if (a > una_) release_acked(a, now);
+    if (!h.sack) return;
+    uint64_t top = 0;
+    for (unsigned i = 0; i < 64; i++) {
+        if (!(h.sack >> i & 1)) continue;
+        uint64_t s = a + 1 + i;
+        if (s >= next_seq_) break;
+        tx(s).sacked = true;
+        top = s;
+    }
+    if (top) fast_retransmit(top, now);
+}
+
+void Channel::release_acked(uint64_t upto, uint64_t now) {
+    // Karn: only packets sent once give an RTT sample, and only when the acknowledgement
+    // did not wait for a hole below them to be filled.
+    bool clean = upto - una_ <= 32;
+    for (uint64_t s = una_; clean && s < upto; s++)
+        clean = tx(s).tries == 1 && !tx(s).sacked;
+    if (clean) {
+        uint64_t sample = now - tx(upto - 1).sent_ns;
+        if (!min_rtt_ns_ || sample < min_rtt_ns_) min_rtt_ns_ = sample;
+        if (!srtt_ns_) {
+            srtt_ns_ = sample;
+            rttvar_ns_ = sample / 2;
+        } else {
+            uint64_t dev = sample > srtt_ns_ ? sample - srtt_ns_ : srtt_ns_ - sample;
+            rttvar_ns_ = (3 * rttvar_ns_ + dev) / 4;
+            srtt_ns_ = (7 * srtt_ns_ + sample) / 8;
+        }
+    }
+    for (uint64_t s = una_; s < upto; s++) {
+        TxSlot &t = tx(s);
+        inflight_bytes_ -= t.len;
+        t.len = 0;
+        if (t.cap > kKeepSlotBytes) {
+            t.buf.reset();
+            t.cap = 0;
+        }
+    }
+    una_ = upto;
+    const UdpConfig &cfg = ep_.config();
+    rto_ns_ = std::clamp<uint64_t>(srtt_ns_ + 4 * rttvar_ns_, uint64_t(cfg.rto_min_us) * 1000,
+                                   uint64_t(cfg.rto_max_us) * 1000);
+    if (una_ != next_seq_)
+        ep_.arm_timer(deadline_ = now + rto_ns_);
+    else
+        deadline_ = 0;
+}
+
+void Channel::retransmit(uint64_t seq, uint64_t now) {
+    TxSlot &t = tx(seq);
+    RelHdr h;
+    std::memcpy(&h, t.buf.get(), sizeof(h));
+    h.flags = 0;
+    fill_ack(h);  // the freshest acknowledgement rides along
+    std::memcpy(t.buf.get(), &h, sizeof(h));
+    t.sent_ns = now;
+    if (t.tries < 255) t.tries++;
+    ep_.socket().queue(peer_, t.buf.get(), t.len);
+    ep_.count_retransmit();
+}
+
+// Packets below a selectively acknowledged one that have been out for a while are lost.
+void Channel::fast_retransmit(uint64_t upto, uint64_t now) {
+    uint64_t age = std::max<uint64_t>(2 * min_rtt_ns_, 30000);
+    for (uint64_t s = una_; s < upto; s++) {
+        TxSlot &t = tx(s);
+        if (!t.sacked && now - t.sent_ns >= age) retransmit(s, now);
+    }
+}
+
+uint64_t Channel::on_timer(uint64_t now) {
+    if (state_ != State::kOpen) return 0;
+    if (blocked_ && next_seq_ < peer_limit_ && next_seq_ - una_ < tx_.size()) blocked_ = false;
+    if (una_ == next_seq_ && !blocked_) return deadline_ = 0;
+    if (!deadline_) deadline_ = now + rto_ns_;
+    if (now < deadline_) return deadline_;
+    if (++retries_ > ep_.config().retry_limit) {
+        fail(State::kTimedOut);
+        return 0;
+    }
+    if (una_ == next_seq_) {
+        send_ack(RelType::kProbe);  // the window is closed: ask for an update
+    } else {
+        unsigned n = 0;
+        for (uint64_t s = una_; s < next_seq_ && n < kRtoBurst; s++)
+            if (!tx(s).sacked) {
+                retransmit(s, now);
+                n++;
+            }
+    }
+    rto_ns_ = std::min<uint64_t>(rto_ns_ * 2, uint64_t(ep_.config().rto_max_us) * 1000);
+    return deadline_ = now + rto_ns_;
+}
+
+std::string Channel::describe() const {
+    char b[256];
+    snprintf(b, sizeof(b),
+             "una %lu next %lu limit %lu inflight %zu blocked %d rto %lu us retries %u | "
+             "rx deliv %lu rcv %lu high %lu backlog %d | last ack %u epoch %x peer %x",
+             una_, next_seq_, peer_limit_, inflight_bytes_, blocked_, rto_ns_ / 1000, retries_,
+             deliv_next_, rcv_next_, rx_high_, backlogged_, last_ack_seen_, epoch_, peer_epoch_);
+    return b;
+}
+
+void Channel::fail(State why) {
+    if (state_ != State::kOpen) return;
+    state_ = why;
+    for (auto &t : tx_) {
+        t.buf.reset();
+        t.cap = t.len = 0;
+    }
+    inflight_bytes_ = 0;
+    deadline_ = 0;
+    ep_.channel_failed(this);
+}
+
+void Channel::reset_rx(uint32_t epoch) {
+    have_peer_epoch_ = true;
+    peer_epoch_ = epoch;
+    deliv_next_ = rcv_next_ = rx_high_ = 0;
+    for (auto &r : rx_)
+        r.present = false;
+    backlogged_ = false;
+}
+
+void Channel::store(RxSlot &r, const uint8_t *body, size_t len) {
+    if (r.cap < len) {
+        r.cap = uint32_t(std::max<size_t>(len, 256));
+        r.buf.reset(new uint8_t[r.cap]);
+    }
+    std::memcpy(r.buf.get(), body, len);
+    r.len = uint32_t(len);
+    r.present = true;
+}
+
+void Channel::on_data(const RelHdr &h, const uint8_t *body, size_t len, PacketSink &sink) {
+    if (!have_peer_epoch_ || int32_t(h.epoch - peer_epoch_) > 0) {
+        reset_rx(h.epoch);  // a new incarnation of the peer's stream
+    } else if (h.epoch != peer_epoch_) {
+        ep_.count_duplicate();  // from an older incarnation
+        return;
+    }
+    int64_t d = seq_delta(h.seq, deliv_next_);
+    ep_.need_ack(this);
+    if (d < 0 || uint64_t(d) >= rx_.size() || rx(deliv_next_ + uint64_t(d)).present) {
+        ack_urgent_ = true;  // a duplicate: our acknowledgement was probably lost
+        ep_.count_duplicate();
+        return;
+    }
+    if (ep_.closing()) return;  // not acknowledged: the sender learns it was not taken
+    uint64_t s = deliv_next_ + uint64_t(d);
+    rx_unacked_++;
+    heard_ = true;
+    if (s == deliv_next_ && !backlogged_ && sink.deliver(body, len)) {
+        deliv_next_++;
+        rcv_next_ = std::max(rcv_next_, deliv_next_);
+        if (rx(deliv_next_).present) drain(sink);
+        return;
+    }
+    store(rx(s), body, len);
+    rx_high_ = std::max(rx_high_, s + 1);
+    if (s == deliv_next_ && !backlogged_) {
+        backlogged_ = true;  // the protocol pushed back: hold it and retry later
+        ep_.need_drain(this);
+    }
+    if (s == rcv_next_) {
+        while (rcv_next_ < deliv_next_ + rx_.size() && rx(rcv_next_).present)
+            rcv_next_++;
+    } else {
+        ack_urgent_ = true;  // a gap: tell the sender at once
+    }
+}
+
+bool Channel::drain(PacketSink &sink) {
+    while (deliv_next_ < rcv_next_ || rx(deliv_next_).present) {
+        RxSlot &r = rx(deliv_next_);
+        if (!r.present) break;
+        if (!sink.deliver(r.buf.get(), r.len)) {
+            if (!backlogged_) ep_.need_drain(this);
+            backlogged_ = true;
+            return false;
+        }
+        r.present = false;
+        if (r.cap > kKeepSlotBytes) {
+            r.buf.reset();
+            r.cap = 0;
+        }
+        deliv_next_++;
+        rcv_next_ = std::max(rcv_next_, deliv_next_);
+        while (rcv_next_ < deliv_next_ + rx_.size() && rx(rcv_next_).present)
+            rcv_next_++;
+        rx_unacked_++;  // the window moved: the sender hears of it with the next ack
+        ep_.need_ack(this);
+    }
+    backlogged_ = false;
+    return true;
+}
+
+}  // namespace softnic::transport::udp

@@ -1,0 +1,108 @@
+// One reliable, ordered stream pair between a local UDP endpoint and one peer: the
+// transmit side numbers packets, keeps them until acknowledged and retransmits with
+// backoff; the receive side suppresses duplicates, reorders, and hands packets to the
+// protocol in sequence, holding them while the protocol pushes back.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transport/transport.hpp"
+#include "transport/udp/rel_wire.hpp"
+#include "transport/udp/socket.hpp"
+
+namespace softnic::transport::udp {
+
+class UdpEndpoint;
+
+class Channel final : public Link {
+  public:
+    enum class State { kOpen, kTimedOut, kRefused };
+
+    Channel(UdpEndpoint &ep, const sockaddr_in &peer, uint32_t epoch);
+    ~Channel() override;
+
+    // Link
+    size_t max_packet() const override;
+    bool send(const void *hdr, size_t hdr_len, const iovec *iov, size_t iovcnt, bool more) override;
+    void flush() override;
+    bool alive() override { return state_ == State::kOpen; }
+    bool peer_dead() override { return state_ != State::kOpen; }
+    bool completes_on_ack() const override { return true; }
+    uint64_t last_token() const override { return next_seq_; }
+    bool acked(uint64_t token) const override { return una_ >= token; }
+
+    State state() const { return state_; }
+    bool heard_from_peer() const { return heard_; }
+    const sockaddr_in &peer() const { return peer_; }
+
+    // Called by the endpoint for each datagram from this peer. `body` follows the header.
+    void on_datagram(const RelHdr &h, const uint8_t *body, size_t len, PacketSink &sink);
+    // Hand held packets to the protocol; false when it pushed back again.
+    bool drain(PacketSink &sink);
+    bool backlogged() const { return backlogged_; }
+    // Acknowledgements: owed to the peer, urgent after a gap or duplicate.
+    unsigned rx_unacked() const { return rx_unacked_; }
+    bool ack_urgent() const { return ack_urgent_; }
+    void send_ack(RelType type = RelType::kAck);
+    // Retransmission timer; returns the next deadline (0: nothing outstanding).
+    uint64_t on_timer(uint64_t now);
+    bool busy() const { return una_ != next_seq_ || blocked_; }
+    void fail(State why);
+    // One line of state for logs.
+    std::string describe() const;
+
+    bool in_ack_list = false, in_drain_list = false;
+
+  private:
+    struct TxSlot {
+        std::unique_ptr<uint8_t[]> buf;
+        uint32_t cap = 0, len = 0;
+        uint64_t sent_ns = 0;
+        uint8_t tries = 0;
+        bool sacked = false;
+    };
+    struct RxSlot {
+        std::unique_ptr<uint8_t[]> buf;
+        uint32_t cap = 0, len = 0;
+        bool present = false;
+    };
+    void fill_ack(RelHdr &h);
+    void on_ack(const RelHdr &h, uint64_t now);
+    void on_data(const RelHdr &h, const uint8_t *body, size_t len, PacketSink &sink);
+    void reset_rx(uint32_t epoch);
+    void store(RxSlot &s, const uint8_t *body, size_t len);
+    void retransmit(uint64_t seq, uint64_t now);
+    void fast_retransmit(uint64_t upto, uint64_t now);
+    void release_acked(uint64_t upto, uint64_t now);
+    TxSlot &tx(uint64_t seq) { return tx_[seq % tx_.size()]; }
+    RxSlot &rx(uint64_t seq) { return rx_[seq % rx_.size()]; }
+
+    UdpEndpoint &ep_;
+    sockaddr_in peer_;
+    State state_ = State::kOpen;
+    bool heard_ = false;  // the peer answered at least once
+    // Transmit stream.
+    uint32_t epoch_;
+    uint64_t next_seq_ = 0, una_ = 0, peer_limit_;
+    size_t inflight_bytes_ = 0;
+    bool blocked_ = false;  // a send was refused for want of window
+    std::vector<TxSlot> tx_;
+    uint64_t rto_ns_, srtt_ns_ = 0, rttvar_ns_ = 0, min_rtt_ns_ = 0, deadline_ = 0;
+    unsigned retries_ = 0;
+    // Receive stream.
+    bool have_peer_epoch_ = false;
+    uint32_t peer_epoch_ = 0;
+    uint64_t deliv_next_ = 0, rcv_next_ = 0, rx_high_ = 0;
+    std::vector<RxSlot> rx_;
+    bool backlogged_ = false, ack_urgent_ = false;
+    unsigned rx_unacked_ = 0;
+    uint32_t last_ack_seen_ = 0;
+    RelHdr ack_buf_{};  // a queued ACK / PROBE lives here until the socket flushes
+};
+
+}  // namespace softnic::transport::udp

@@ -1,0 +1,43 @@
+// The reliability header that starts every datagram of the UDP transport.
+//
+// Each direction between two endpoints is a stream of DATA packets numbered from 0 in
+// an epoch (the stream's incarnation: a restarted sender starts a newer epoch). Every
+// packet may also carry the acknowledgement of the reverse stream: the next sequence
+// expected, a selective-ack bitmap for the 64 after it, and the flow-control limit.
+// Integers are little-endian, as on every host we run on.
+#pragma once
+
+#include <cstdint>
+
+namespace softnic::transport::udp {
+
+constexpr uint16_t kRelMagic = 0x4e53;  // the bytes 'S' 'N'
+constexpr uint8_t kRelVersion = 1;
+
+enum class RelType : uint8_t {
+    kData = 1,   // carries one packet of the protocol above
+    kAck = 2,    // header only
+    kProbe = 3,  // header only: "answer with an ACK" (window closed, or liveness)
+};
+
+enum RelFlags : uint16_t {
+    kRelAckValid = 1 << 0,  // ack_epoch / ack / window / sack are meaningful
+};
+
+struct RelHdr {
+    uint16_t magic;
+    uint8_t version;
+    uint8_t type;
+    uint16_t flags;
+    uint16_t rsvd0;
+    uint32_t epoch;      // the sender's stream incarnation
+    uint32_t seq;        // kData: this packet's number in the stream
+    uint32_t ack_epoch;  // the reverse stream being acknowledged
+    uint32_t ack;        // next sequence expected from the reverse stream
+    uint32_t window;     // the reverse stream may send sequences below this
+    uint32_t rsvd1;
+    uint64_t sack;  // bit i: sequence ack + 1 + i has arrived
+};
+static_assert(sizeof(RelHdr) == 40, "reliability header layout");
+
+}  // namespace softnic::transport::udp

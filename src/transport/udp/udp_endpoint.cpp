@@ -1,0 +1,200 @@
+#include "transport/udp/udp_endpoint.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <ctime>
+
+namespace softnic::transport::udp {
+namespace {
+
+constexpr unsigned kAckEvery = 16;       // data packets before an acknowledgement is due
+constexpr unsigned kIdleToQuiet = 4096;  // empty polls before the socket counts as quiet
+constexpr size_t kMaxChannels = 1 << 16;
+
+}  // namespace
+
+uint32_t next_epoch() {
+    static std::atomic<uint32_t> last{0};
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint32_t t = uint32_t((uint64_t(ts.tv_sec) * 1000000 + uint64_t(ts.tv_nsec) / 1000) >> 4);
+    uint32_t prev = last.load();
+    uint32_t e;
+    do {
+        e = int32_t(t - prev) > 0 ? t : prev + 1;
+    } while (!last.compare_exchange_weak(prev, e));
+    return e;
+}
+
+UdpEndpoint::UdpEndpoint(const UdpConfig &cfg)
+    : cfg_(cfg), batch_(cfg.max_datagram > 16384 ? 16 : 64, cfg.max_datagram) {}
+
+UdpEndpoint::~UdpEndpoint() = default;
+
+std::unique_ptr<UdpEndpoint> UdpEndpoint::open(uint32_t ip, uint16_t port, const UdpConfig &cfg,
+                                               int &err) {
+    std::unique_ptr<UdpEndpoint> ep(new UdpEndpoint(cfg));
+    err = ep->sock_.open(ip, port, cfg.socket_buffer);
+    if (err) return nullptr;
+    ep->sock_.set_faults(cfg.faults);
+    return ep;
+}
+
+Channel *UdpEndpoint::lookup(const sockaddr_in &from, bool create) {
+    if (last_ && last_->peer().sin_port == from.sin_port &&
+        last_->peer().sin_addr.s_addr == from.sin_addr.s_addr && last_->alive())
+        return last_;
+    uint64_t key = sockaddr_key(from);
+    auto it = channels_.find(key);
+    if (it != channels_.end()) return last_ = it->second;
+    if (!create || channels_.size() >= kMaxChannels) return nullptr;
+    all_.push_back(std::make_unique<Channel>(*this, from, next_epoch()));
+    Channel *c = all_.back().get();
+    channels_[key] = c;
+    return last_ = c;
+}
+
+Channel *UdpEndpoint::link_to(uint32_t ip, uint16_t port) {
+    return lookup(make_sockaddr(ip, port), true);
+}
+
+void UdpEndpoint::dispatch(const uint8_t *pkt, size_t len, const sockaddr_in &from,
+                           PacketSink &sink) {
+    RelHdr h;
+    if (len < sizeof(h)) {
+        stats_.malformed++;
+        return;
+    }
+    std::memcpy(&h, pkt, sizeof(h));
+    bool known_type = h.type >= uint8_t(RelType::kData) && h.type <= uint8_t(RelType::kProbe);
+    bool is_data = h.type == uint8_t(RelType::kData);
+    if (h.magic != kRelMagic || h.version != kRelVersion || !known_type ||
+        (is_data && len == sizeof(h))) {
+        stats_.malformed++;  // not ours, or damaged: dropped and counted, never trusted
+        return;
+    }
+    // Only a peer that sends data or asks for an answer gets a channel of its own.
+    Channel *c = lookup(from, h.type != uint8_t(RelType::kAck));
+    if (!c) {
+        stats_.malformed++;
+        return;
+    }
+    c->on_datagram(h, pkt + sizeof(h), len - sizeof(h), sink);
+}
+
+size_t UdpEndpoint::poll(PacketSink &sink, size_t) {
+    for (size_t i = 0; i < drain_list_.size();) {  // packets the protocol pushed back
+        Channel *c = drain_list_[i];
+        if (!c->alive() || c->drain(sink)) {
+            c->in_drain_list = false;
+            drain_list_[i] = drain_list_.back();
+            drain_list_.pop_back();
+        } else {
+            i++;
+        }
+    }
+    size_t n = sock_.receive(batch_, refused_);
+    for (size_t i = 0; i < n; i++)
+        dispatch(batch_.data(i), batch_.len(i), batch_.from(i), sink);
+    for (const sockaddr_in &a : refused_)  // nobody listens there (any more)
+        if (Channel *c = lookup(a, false)) c->fail(Channel::State::kRefused);
+    refused_.clear();
+    if (next_deadline_ || sock_.holding_faults()) {
+        uint64_t now = now_ns();
+        if (next_deadline_ && now >= next_deadline_) run_timers(now);
+        sock_.release_faults(now);
+    }
+    flush_acks(n == 0);
+    sock_.flush();
+    if (n) {
+        idle_polls_ = 0;
+        active_.store(true, std::memory_order_relaxed);
+    } else if (++idle_polls_ >= kIdleToQuiet && !busy()) {
+        active_.store(false, std::memory_order_relaxed);
+    }
+    return n;
+}
+
+// Acknowledge at once after a gap or duplicate, every kAckEvery packets, and whenever
+// the socket runs dry (so a lone message is acknowledged without waiting); a reply
+// sent in between carries the acknowledgement for free.
+void UdpEndpoint::flush_acks(bool idle) {
+    for (size_t i = 0; i < ack_list_.size();) {
+        Channel *c = ack_list_[i];
+        bool owed = c->alive() && (c->rx_unacked() || c->ack_urgent());
+        if (owed && (idle || c->ack_urgent() || c->rx_unacked() >= kAckEvery)) {
+            c->send_ack();
+            owed = false;
+        }
+        if (owed) {
+            i++;
+            continue;
+        }
+        c->in_ack_list = false;
+        ack_list_[i] = ack_list_.back();
+        ack_list_.pop_back();
+    }
+}
+
+void UdpEndpoint::linger() {
+    bool owed = false;
+    for (auto &c : all_)
+        if (c->alive() && c->heard_from_peer()) {
+            c->send_ack();
+            owed = true;
+        }
+    sock_.flush();
+    if (!owed) return;
+    closing_ = true;
+    struct Refuse : PacketSink {
+        bool deliver(const uint8_t *, size_t) override { return false; }
+    } refuse;
+    constexpr uint64_t kMax = 50000000, kQuiet = 10000000;  // ns
+    uint64_t start = now_ns(), last_rx = start;
+    for (uint64_t now = start; now - start < kMax && now - last_rx < kQuiet; now = now_ns()) {
+        if (poll(refuse, 64)) last_rx = now;
+        sock_.release_faults(now);
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, nullptr);
+    }
+}
+
+void UdpEndpoint::run_timers(uint64_t now) {
+    uint64_t next = 0;
+    for (auto &c : all_) {
+        if (!c->alive() || !c->busy()) continue;
+        uint64_t d = c->on_timer(now);
+        if (d && (!next || d < next)) next = d;
+    }
+    next_deadline_ = next;
+}
+
+void UdpEndpoint::need_ack(Channel *c) {
+    if (c->in_ack_list) return;
+    c->in_ack_list = true;
+    ack_list_.push_back(c);
+}
+
+void UdpEndpoint::need_drain(Channel *c) {
+    if (c->in_drain_list) return;
+    c->in_drain_list = true;
+    drain_list_.push_back(c);
+}
+
+void UdpEndpoint::arm_timer(uint64_t deadline) {
+    if (!next_deadline_ || deadline < next_deadline_) next_deadline_ = deadline;
+}
+
+void UdpEndpoint::channel_failed(Channel *c) {
+    auto it = channels_.find(sockaddr_key(c->peer()));
+    if (it != channels_.end() && it->second == c) channels_.erase(it);
+    if (last_ == c) last_ = nullptr;
+    failed_.push_back(c);
+}
+
+void UdpEndpoint::take_failed(std::vector<Channel *> &out) {
+    out.insert(out.end(), failed_.begin(), failed_.end());
+    failed_.clear();
+}
+
+}  // namespace softnic::transport::udp

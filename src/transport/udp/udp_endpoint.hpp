@@ -1,0 +1,97 @@
+// The UDP transport: one socket per endpoint, bound to the soft NIC's address at a port
+// that a remote peer computes from the endpoint's identity alone, and one reliable
+// Channel per peer over it.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "transport/transport.hpp"
+#include "transport/udp/channel.hpp"
+#include "transport/udp/fault.hpp"
+#include "transport/udp/socket.hpp"
+
+namespace softnic::transport::udp {
+
+struct UdpConfig {
+    size_t max_datagram = 1472;  // UDP payload bytes per datagram (path MTU - 28)
+    uint32_t window = 256;       // packets in flight per peer; also the reorder buffer
+    size_t window_bytes = 4 << 20;
+    unsigned retry_limit = 20;  // timeouts in a row before the peer is declared dead
+    uint32_t rto_min_us = 1000, rto_max_us = 200000;
+    int socket_buffer = 8 << 20;
+    FaultConfig faults;
+};
+
+struct UdpStats {
+    uint64_t malformed = 0, duplicates = 0, retransmits = 0;
+};
+
+class UdpEndpoint final : public RxQueue {
+  public:
+    // Null with err = -errno (-EADDRINUSE when the port is taken).
+    static std::unique_ptr<UdpEndpoint> open(uint32_t ip, uint16_t port, const UdpConfig &cfg,
+                                             int &err);
+    ~UdpEndpoint() override;
+
+    // Receive, acknowledge, retransmit. Returns the datagrams received.
+    size_t poll(PacketSink &sink, size_t budget) override;
+    // The channel to ip:port (host order), created on first use.
+    Channel *link_to(uint32_t ip, uint16_t port);
+    // Channels whose peer died since the last call.
+    void take_failed(std::vector<Channel *> &out);
+    // Before closing: keep answering for a short while so that peers whose last
+    // acknowledgement was lost learn that their packets arrived. New data is refused.
+    void linger();
+    bool closing() const { return closing_; }
+
+    int fd() const { return sock_.fd(); }
+    // Whether the owner should poll now: traffic seen lately, or state to look after.
+    bool wants_poll() const {
+        return active_.load(std::memory_order_relaxed) || next_deadline_ || !ack_list_.empty() ||
+               !drain_list_.empty();
+    }
+    // Work that needs polling even when the application does not call in.
+    bool busy() const { return next_deadline_ || !ack_list_.empty() || !drain_list_.empty(); }
+    void mark_active() { active_.store(true, std::memory_order_relaxed); }
+    const UdpConfig &config() const { return cfg_; }
+    const UdpStats &stats() const { return stats_; }
+    UdpSocket &socket() { return sock_; }
+
+    // For channels.
+    void need_ack(Channel *c);
+    void need_drain(Channel *c);
+    void arm_timer(uint64_t deadline);
+    void channel_failed(Channel *c);
+    void count_duplicate() { stats_.duplicates++; }
+    void count_retransmit() { stats_.retransmits++; }
+
+  private:
+    explicit UdpEndpoint(const UdpConfig &cfg);
+    Channel *lookup(const sockaddr_in &from, bool create);
+    void dispatch(const uint8_t *pkt, size_t len, const sockaddr_in &from, PacketSink &sink);
+    void run_timers(uint64_t now);
+    void flush_acks(bool idle);
+
+    UdpConfig cfg_;
+    UdpSocket sock_;
+    RecvBatch batch_;
+    std::unordered_map<uint64_t, Channel *> channels_;  // open channels by peer address
+    std::vector<std::unique_ptr<Channel>> all_;         // including failed ones
+    std::vector<Channel *> ack_list_, drain_list_, failed_;
+    std::vector<sockaddr_in> refused_;
+    uint64_t next_deadline_ = 0;
+    std::atomic<bool> active_{false};
+    unsigned idle_polls_ = 0;
+    bool closing_ = false;
+    Channel *last_ = nullptr;  // the peer of the previous datagram
+    UdpStats stats_;
+};
+
+// Stream epochs increase across the processes of a host (they start from the clock),
+// so a restarted peer's new stream is recognised as newer.
+uint32_t next_epoch();
+
+}  // namespace softnic::transport::udp
