@@ -147,6 +147,7 @@ class Context : public ProgressSource,
     void free_tx(TxOp *op);
     bool pump(TxOp *op);
     void pump_pending();
+    void pump_ops(transport::Link *&batch);
     void on_done(const WireHdr &h);
     TxOp *tx_by_cookie(uint64_t cookie);
     void complete_tx(TxOp *op, int err, int prov_errno);

@@ -158,17 +158,27 @@ bool Context::pump(TxOp *op) {
         if (!link->send(&h, sizeof(h), &iov, 1)) return false;
         op->stream_off += n;
     }
-    link->flush();
     return true;
 }
 
+// Operations to one peer in a row (an FI_MORE batch) leave in one batched send.
 void Context::pump_pending() {
+    transport::Link *batch = nullptr;
+    pump_ops(batch);
+    if (batch) batch->flush();
+}
+
+void Context::pump_ops(transport::Link *&batch) {
     while (TxOp *op = pending_.head) {
         // A fence waits until every earlier operation has completed.
         if ((op->a.flags & FI_FENCE) && tx_outstanding_ > pending_count_) return;
+        if (batch && batch != op->link) batch->flush();
+        batch = op->link;
         if (!pump(op)) {
-            if (!op->link->alive() || op->link->peer_dead())
+            if (!op->link->alive() || op->link->peer_dead()) {
                 fail_link(op->link, FI_EHOSTUNREACH, C_RC_UNDELIVERABLE);
+                batch = nullptr;  // links of dead peers may be gone
+            }
             return;
         }
         pending_.remove(op);

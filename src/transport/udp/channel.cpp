@@ -139,7 +139,10 @@ void Channel::on_ack(const RelHdr &h, uint64_t now) {
     retries_ = 0;
     uint64_t limit = a + uint64_t(int64_t(seq_delta(h.window, a)));
     if (limit > peer_limit_ && limit <= a + tx_.size()) peer_limit_ = limit;
-    if (a > una_) release_acked(a, now);
+    if (a > una_) {
+        ep_.socket().flush();  // queued datagrams may point into the slots we free
+        release_acked(a, now);
+    }
     if (!h.sack) return;
     uint64_t top = 0;
     for (unsigned i = 0; i < 64; i++) {
@@ -248,6 +251,7 @@ std::string Channel::describe() const {
 void Channel::fail(State why) {
     if (state_ != State::kOpen) return;
     state_ = why;
+    ep_.socket().flush();  // nothing queued may point into freed slots
     for (auto &t : tx_) {
         t.buf.reset();
         t.cap = t.len = 0;
