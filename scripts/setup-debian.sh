@@ -7,6 +7,7 @@ packages=(
     libgtest-dev                       # the test suites
     openmpi-bin libopenmpi-dev         # integration: Open MPI over the ofi MTL
     iproute2 nftables procps           # multi-host tests in network namespaces
+    tshark python3                     # the Wireshark dissector's test
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -14,6 +15,8 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
+    # tshark asks whether non-root users may capture: no.
+    echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
