@@ -96,7 +96,8 @@ bool Context::offload_progress(bool readable) {
 
 void Context::progress_locked() {
     rxq_->poll(*this, 64);
-    if (udp_ && udp_->wants_poll()) poll_udp();
+    // Without the offload helper nobody watches a quiet socket: look now and then.
+    if (udp_ && (udp_->wants_poll() || (!env().offload && (progress_calls_ & 63) == 0))) poll_udp();
     while (!ctrl_backlog_.empty()) {
         auto &[link, h] = ctrl_backlog_.front();
         if (!link->send(&h, sizeof(h), nullptr, 0)) break;

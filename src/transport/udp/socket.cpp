@@ -90,7 +90,10 @@ void UdpSocket::send_now(size_t from, size_t n) {
         int r = sendmmsg(fd_, msgs_ + from, unsigned(n), MSG_DONTWAIT);
         if (r < 0) {
             if (errno == EINTR) continue;
-            if (errno == ECONNREFUSED) continue;  // a pending ICMP error; retry the batch
+            if (errno == ECONNREFUSED) {  // a pending ICMP error: note who refused, retry
+                drain_errors(refused_);
+                continue;
+            }
             send_errors += n;  // EAGAIN / ENOBUFS: lost like on a wire, retransmitted later
             return;
         }
@@ -155,6 +158,10 @@ bool UdpSocket::release_faults(uint64_t now) {
 }
 
 size_t UdpSocket::receive(RecvBatch &b, std::vector<sockaddr_in> &refused) {
+    if (!refused_.empty()) {  // refusals learnt while sending
+        refused.insert(refused.end(), refused_.begin(), refused_.end());
+        refused_.clear();
+    }
     for (auto &m : b.msgs_)
         m.msg_hdr.msg_namelen = sizeof(sockaddr_in);
     for (;;) {

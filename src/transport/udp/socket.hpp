@@ -79,6 +79,7 @@ class UdpSocket {
     sockaddr_in to_[kBatch];
     std::unique_ptr<FaultInjector> faults_;
     std::vector<FaultInjector::Held> due_;  // held datagrams being sent this flush
+    std::vector<sockaddr_in> refused_;      // ICMP refusals seen by sendmmsg
 };
 
 }  // namespace softnic::transport::udp
