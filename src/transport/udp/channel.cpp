@@ -132,7 +132,6 @@ void Channel::on_datagram(const RelHdr &h, const uint8_t *body, size_t len, Pack
 
 void Channel::on_ack(const RelHdr &h, uint64_t now) {
     int64_t d = seq_delta(h.ack, una_);
-    last_ack_seen_ = h.ack;
     if (d < 0 || una_ + uint64_t(d) > next_seq_) return;  // stale or bogus
     uint64_t a = una_ + uint64_t(d);
     heard_ = true;
@@ -242,9 +241,9 @@ std::string Channel::describe() const {
     char b[256];
     snprintf(b, sizeof(b),
              "una %lu next %lu limit %lu inflight %zu blocked %d rto %lu us retries %u | "
-             "rx deliv %lu rcv %lu high %lu backlog %d | last ack %u epoch %x peer %x",
+             "rx deliv %lu rcv %lu high %lu backlog %d | epoch %x peer %x",
              una_, next_seq_, peer_limit_, inflight_bytes_, blocked_, rto_ns_ / 1000, retries_,
-             deliv_next_, rcv_next_, rx_high_, backlogged_, last_ack_seen_, epoch_, peer_epoch_);
+             deliv_next_, rcv_next_, rx_high_, backlogged_, epoch_, peer_epoch_);
     return b;
 }
 

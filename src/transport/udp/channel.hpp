@@ -101,7 +101,6 @@ class Channel final : public Link {
     std::vector<RxSlot> rx_;
     bool backlogged_ = false, ack_urgent_ = false;
     unsigned rx_unacked_ = 0;
-    uint32_t last_ack_seen_ = 0;
     RelHdr ack_buf_{};  // a queued ACK / PROBE lives here until the socket flushes
 };
 

@@ -94,15 +94,11 @@ void FaultInjector::hold(const void *to, size_t to_len, const void *buf, size_t 
     held_.push_back(std::move(h));
 }
 
-void FaultInjector::take_due(uint64_t now_ns, bool sending_next, std::vector<Held> &out) {
+void FaultInjector::take_due(uint64_t now_ns, std::vector<Held> &out) {
     for (size_t i = 0; i < held_.size();) {
         Held &h = held_[i];
-        // A reordered datagram goes after the next one, or after a while if none comes.
-        bool due = h.due_ns ? now_ns >= h.due_ns : sending_next;
-        if (!h.due_ns && !due) {
-            h.due_ns = now_ns + 200000;  // no datagram followed within 200 us
-        }
-        if (due) {
+        // A reordered datagram (due_ns 0) goes out after whatever is sent next.
+        if (now_ns >= h.due_ns) {
             out.push_back(std::move(h));
             held_.erase(held_.begin() + long(i));
         } else {

@@ -30,8 +30,8 @@ class FaultInjector {
         std::vector<uint8_t> to, data;
         uint64_t due_ns;  // 0: with the next datagram
     };
-    // Datagrams now due (`sending_next` is true when another datagram is being sent).
-    void take_due(uint64_t now_ns, bool sending_next, std::vector<Held> &out);
+    // Datagrams now due; called after a send, so reordered ones follow it.
+    void take_due(uint64_t now_ns, std::vector<Held> &out);
     bool holding() const { return !held_.empty(); }
     uint64_t dropped = 0, duplicated = 0, reordered = 0, delayed = 0;
 

@@ -144,7 +144,7 @@ void UdpSocket::flush() {
 bool UdpSocket::release_faults(uint64_t now) {
     if (!faults_) return false;
     due_.clear();
-    faults_->take_due(now, true, due_);
+    faults_->take_due(now, due_);
     for (auto &h : due_) {
         mmsghdr m{};
         iovec iov{h.data.data(), h.data.size()};
