@@ -195,6 +195,7 @@ Domain::Domain(Fabric &fabric, const fi_info &info, const SoftNic &nic, void *co
     udp_cfg_.max_datagram = std::min<size_t>(mtu > 576 ? mtu - 28 : 548, 65507);
     udp_cfg_.window = uint32_t(e.udp_window);
     udp_cfg_.retry_limit = unsigned(e.udp_retry_limit);
+    udp_cfg_.offload = e.udp_gso;
     udp_cfg_.faults = e.fault_config;
     fabric_.refs().get();
 }

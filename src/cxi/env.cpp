@@ -67,6 +67,9 @@ const ParamDef kParams[] = {
      "softnic: retransmission timeouts in a row before a peer is "
      "declared dead and its operations fail."},
     {ParamDef::kSize, "udp_window", "softnic: packets in flight per peer over UDP."},
+    {ParamDef::kBool, "udp_gso",
+     "softnic: let the kernel segment runs of datagrams (UDP_SEGMENT) "
+     "and coalesce received ones (UDP_GRO) where it can."},
     {ParamDef::kStr, "faults",
      "softnic: fault injection on the UDP send path, e.g. "
      "drop=5,dup=2,reorder=3,delay=1,delay_us=500,seed=7 (percentages)."},
@@ -129,6 +132,7 @@ void read_all(const fi_provider *p, Env &e) {
     get_size(p, "udp_mtu", e.udp_mtu);
     get_size(p, "udp_retry_limit", e.udp_retry_limit);
     get_size(p, "udp_window", e.udp_window);
+    get_bool(p, "udp_gso", e.udp_gso);
     get_str(p, "faults", e.faults);
     get_bool(p, "offload", e.offload);
 }

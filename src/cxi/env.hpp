@@ -45,6 +45,7 @@ struct Env {
     size_t udp_mtu = 0;
     size_t udp_retry_limit = 20;
     size_t udp_window = 256;
+    bool udp_gso = true;
     std::string faults;
     transport::udp::FaultConfig fault_config;
     bool offload = true;

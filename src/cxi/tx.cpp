@@ -155,7 +155,8 @@ bool Context::pump(TxOp *op) {
         h.offset = op->stream_off;
         h.payload = static_cast<uint32_t>(n);
         iovec iov{const_cast<uint8_t *>(base + op->stream_off), n};
-        if (!link->send(&h, sizeof(h), &iov, 1)) return false;
+        bool more = op->stream_off + n < op->stream_end;  // the stream leaves in batches
+        if (!link->send(&h, sizeof(h), &iov, 1, more)) return false;
         op->stream_off += n;
     }
     return true;

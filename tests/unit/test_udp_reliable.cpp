@@ -166,7 +166,7 @@ TEST(UdpReliable, GarbageIsCountedNotTrusted) {
     auto a = UdpEndpoint::open(kIpA, 41006, c, err);
     ASSERT_TRUE(a);
     UdpSocket raw;
-    ASSERT_EQ(raw.open(kIpB, 41006, 1 << 16), 0);
+    ASSERT_EQ(raw.open(kIpB, 41006, 1 << 16, false), 0);
     std::mt19937 rng(7);
     std::vector<uint8_t> junk(600);
     for (int i = 0; i < 200; i++) {

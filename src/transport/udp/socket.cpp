@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <linux/errqueue.h>
 #include <netinet/ip.h>
+#include <netinet/udp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -25,19 +27,48 @@ sockaddr_in make_sockaddr(uint32_t ip, uint16_t port) {
     return a;
 }
 
-RecvBatch::RecvBatch(size_t count, size_t max_datagram)
-    : stride_((max_datagram + 63) & ~size_t(63)),
-      storage_(count * stride_),
-      msgs_(count),
-      iov_(count),
-      from_(count) {
-    for (size_t i = 0; i < count; i++) {
-        iov_[i] = {storage_.data() + i * stride_, stride_};
+RecvBatch::RecvBatch(size_t buffers, size_t max_datagram, bool coalesced)
+    : coalesced_(coalesced),
+      stride_(coalesced ? 65536 : (max_datagram + 63) & ~size_t(63)),
+      storage_(new uint8_t[buffers * stride_]),
+      msgs_(buffers),
+      iov_(buffers),
+      from_(buffers),
+      ctrl_(coalesced ? buffers * kCtrl : 0) {
+    dgrams_.reserve(buffers * (coalesced ? 8 : 1));
+    for (size_t i = 0; i < buffers; i++) {
+        iov_[i] = {storage_.get() + i * stride_, stride_};
         msgs_[i].msg_hdr = {};
         msgs_[i].msg_hdr.msg_iov = &iov_[i];
         msgs_[i].msg_hdr.msg_iovlen = 1;
         msgs_[i].msg_hdr.msg_name = &from_[i];
         msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
+        if (coalesced) msgs_[i].msg_hdr.msg_control = ctrl_.data() + i * kCtrl;
+    }
+}
+
+// A coalesced buffer is a run of datagrams of the size its UDP_GRO cmsg gives, the
+// last one possibly shorter. A truncated buffer keeps only its whole datagrams.
+void RecvBatch::split(size_t received) {
+    dgrams_.clear();
+    for (size_t i = 0; i < received; i++) {
+        msghdr &h = msgs_[i].msg_hdr;
+        const uint8_t *p = storage_.get() + i * stride_;
+        size_t len = msgs_[i].msg_len, seg = len;
+        for (cmsghdr *c = coalesced_ ? CMSG_FIRSTHDR(&h) : nullptr; c; c = CMSG_NXTHDR(&h, c)) {
+            int g;
+            if (c->cmsg_level != SOL_UDP || c->cmsg_type != UDP_GRO) continue;
+            std::memcpy(&g, CMSG_DATA(c), sizeof(g));
+            if (g > 0 && size_t(g) < len) seg = size_t(g);
+        }
+        bool cut = h.msg_flags & MSG_TRUNC;
+        if (cut) truncated++;
+        if (len == 0 && !cut) dgrams_.push_back({p, 0, uint32_t(i)});
+        for (size_t off = 0; off < len; off += seg) {
+            size_t n = std::min(seg, len - off);
+            if (cut && (seg == len || n < seg)) break;  // the cut-off tail
+            dgrams_.push_back({p + off, uint32_t(n), uint32_t(i)});
+        }
     }
 }
 
@@ -45,7 +76,7 @@ UdpSocket::~UdpSocket() {
     if (fd_ >= 0) close(fd_);
 }
 
-int UdpSocket::open(uint32_t ip, uint16_t port, int buffer_bytes) {
+int UdpSocket::open(uint32_t ip, uint16_t port, int buffer_bytes, bool offload) {
     fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd_ < 0) return -errno;
     // Large buffers absorb bursts of a whole window; the FORCE variants need root.
@@ -62,11 +93,11 @@ int UdpSocket::open(uint32_t ip, uint16_t port, int buffer_bytes) {
         fd_ = -1;
         return e;
     }
-    for (size_t i = 0; i < kBatch; i++) {
-        msgs_[i].msg_hdr = {};
-        msgs_[i].msg_hdr.msg_name = &to_[i];
-        msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
-        msgs_[i].msg_hdr.msg_iov = iov_[i];
+    if (offload) {  // kernels from 4.18 (segmentation) and 5.0 (receive coalescing)
+        int size = 0;
+        socklen_t sl = sizeof(size);
+        gso_ = getsockopt(fd_, SOL_UDP, UDP_SEGMENT, &size, &sl) == 0;
+        gro_ = setsockopt(fd_, SOL_UDP, UDP_GRO, &one, sizeof(one)) == 0;
     }
     return 0;
 }
@@ -82,25 +113,80 @@ void UdpSocket::queue(const sockaddr_in &to, const void *a, size_t alen, const v
     to_[i] = to;
     iov_[i][0] = {const_cast<void *>(a), alen};
     iov_[i][1] = {const_cast<void *>(b), blen};
-    msgs_[i].msg_hdr.msg_iovlen = blen ? 2 : 1;
+}
+
+// How many queued datagrams from `from` can leave as one segmented send: same peer,
+// the same size, except that the last may be shorter.
+size_t UdpSocket::run_length(size_t from, size_t n) const {
+    size_t seg = iov_[from][0].iov_len + iov_[from][1].iov_len, total = seg, k = 1;
+    const sockaddr_in &to = to_[from];
+    while (k < n && k < kMaxSegments) {
+        size_t i = from + k, len = iov_[i][0].iov_len + iov_[i][1].iov_len;
+        if (to_[i].sin_addr.s_addr != to.sin_addr.s_addr || to_[i].sin_port != to.sin_port ||
+            len > seg || len == 0 || total + len > kMaxSegmented)
+            break;
+        total += len;
+        k++;
+        if (len < seg) break;
+    }
+    return k;
+}
+
+// Fill msgs_ for up to n queued datagrams from `from`; counts[j] says how many
+// datagrams message j carries. Returns the number of messages.
+size_t UdpSocket::gather(size_t from, size_t n, size_t counts[]) {
+    size_t m = 0;
+    while (n) {
+        size_t k = gso_ ? run_length(from, n) : 1;
+        msghdr &h = msgs_[m].msg_hdr;
+        h = {};
+        h.msg_name = &to_[from];
+        h.msg_namelen = sizeof(sockaddr_in);
+        h.msg_iov = iov_[from];
+        h.msg_iovlen = 2 * k;  // a datagram's unused second piece is empty
+        if (k > 1) {
+            uint16_t seg = uint16_t(iov_[from][0].iov_len + iov_[from][1].iov_len);
+            h.msg_control = ctrl_[m];
+            h.msg_controllen = CMSG_SPACE(sizeof(seg));
+            cmsghdr *c = CMSG_FIRSTHDR(&h);
+            c->cmsg_level = SOL_UDP;
+            c->cmsg_type = UDP_SEGMENT;
+            c->cmsg_len = CMSG_LEN(sizeof(seg));
+            std::memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+        }
+        counts[m++] = k;
+        from += k;
+        n -= k;
+    }
+    return m;
 }
 
 void UdpSocket::send_now(size_t from, size_t n) {
+    size_t counts[kBatch];
     while (n) {
-        int r = sendmmsg(fd_, msgs_ + from, unsigned(n), MSG_DONTWAIT);
+        size_t m = gather(from, n, counts);
+        int r = m > 1 ? sendmmsg(fd_, msgs_, unsigned(m), MSG_DONTWAIT)
+                      : (sendmsg(fd_, &msgs_[0].msg_hdr, MSG_DONTWAIT) < 0 ? -1 : 1);
         if (r < 0) {
             if (errno == EINTR) continue;
             if (errno == ECONNREFUSED) {  // a pending ICMP error: note who refused, retry
                 drain_errors(refused_);
                 continue;
             }
+            if ((errno == EINVAL || errno == EIO) && counts[0] > 1) {
+                gso_ = false;  // the route cannot segment (no checksum offload, MTU): stop trying
+                continue;
+            }
             send_errors += n;  // EAGAIN / ENOBUFS: lost like on a wire, retransmitted later
             return;
         }
-        sent += unsigned(r);
-        from += unsigned(r);
-        n -= unsigned(r);
         if (r == 0) return;
+        for (int j = 0; j < r; j++) {
+            if (counts[j] > 1) segmented_sends++;
+            sent += counts[j];
+            from += counts[j];
+            n -= counts[j];
+        }
     }
 }
 
@@ -124,7 +210,6 @@ void UdpSocket::apply_faults() {
             to_[out] = to_[i];
             iov_[out][0] = iov_[i][0];
             iov_[out][1] = iov_[i][1];
-            msgs_[out].msg_hdr.msg_iovlen = msgs_[i].msg_hdr.msg_iovlen;
         }
         out++;
         if (v == FaultInjector::Verdict::kDuplicate) send_now(out - 1, 1);
@@ -162,16 +247,27 @@ size_t UdpSocket::receive(RecvBatch &b, std::vector<sockaddr_in> &refused) {
         refused.insert(refused.end(), refused_.begin(), refused_.end());
         refused_.clear();
     }
-    for (auto &m : b.msgs_)
+    for (auto &m : b.msgs_) {
         m.msg_hdr.msg_namelen = sizeof(sockaddr_in);
+        if (b.coalesced_) m.msg_hdr.msg_controllen = RecvBatch::kCtrl;
+    }
+    // Asking for a whole batch costs a ping-pong half a microsecond (the kernel tries
+    // for a second datagram): ask for one until datagrams come more than one at a time.
+    unsigned want = b.last_received_ > 1 ? unsigned(b.msgs_.size()) : 1;
     for (;;) {
-        int r = recvmmsg(fd_, b.msgs_.data(), unsigned(b.msgs_.size()), MSG_DONTWAIT, nullptr);
-        if (r >= 0) return size_t(r);
+        int r = recvmmsg(fd_, b.msgs_.data(), want, MSG_DONTWAIT, nullptr);
+        if (r >= 0) {
+            b.last_received_ = size_t(r) == want && want == 1 ? 2 : size_t(r);
+            b.split(size_t(r));
+            return b.count();
+        }
         if (errno == EINTR) continue;
         if (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH) {
             drain_errors(refused);
             continue;
         }
+        b.dgrams_.clear();
+        b.last_received_ = 0;
         return 0;  // EAGAIN: nothing waiting
     }
 }

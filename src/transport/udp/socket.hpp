@@ -1,5 +1,8 @@
 // A non-blocking UDP socket with batched I/O: datagrams queued during one call go out
-// in one sendmmsg, and receives come in batches from one recvmmsg.
+// in one sendmmsg, and receives come in batches from one recvmmsg. Where the kernel
+// has segmentation offload, a run of equal-sized datagrams to one peer leaves as one
+// UDP_SEGMENT send, and UDP_GRO hands back runs of datagrams as one buffer; both cut
+// the per-packet cost of the kernel, which dominates bulk transfers.
 #pragma once
 
 #include <netinet/in.h>
@@ -20,21 +23,36 @@ inline uint64_t sockaddr_key(const sockaddr_in &a) {
 }
 sockaddr_in make_sockaddr(uint32_t ipv4_host_order, uint16_t port);
 
-// Received datagrams, valid until the next receive().
+// Received datagrams, valid until the next receive(). With receive offload one
+// buffer may hold several datagrams; count() and data(i) are per datagram.
 struct RecvBatch {
-    RecvBatch(size_t count, size_t max_datagram);
-    size_t count() const { return msgs_.size(); }
-    const uint8_t *data(size_t i) const { return storage_.data() + i * stride_; }
-    size_t len(size_t i) const { return msgs_[i].msg_len; }
-    const sockaddr_in &from(size_t i) const { return from_[i]; }
+    // `coalesced`: buffers big enough for what UDP_GRO hands back (64 KiB each).
+    RecvBatch(size_t buffers, size_t max_datagram, bool coalesced);
+    size_t count() const { return dgrams_.size(); }
+    const uint8_t *data(size_t i) const { return dgrams_[i].data; }
+    size_t len(size_t i) const { return dgrams_[i].len; }
+    const sockaddr_in &from(size_t i) const { return from_[dgrams_[i].buffer]; }
+    bool coalesced() const { return coalesced_; }
+    uint64_t truncated = 0;  // datagrams cut short by a too-small buffer, dropped
 
   private:
     friend class UdpSocket;
+    struct Dgram {
+        const uint8_t *data;
+        uint32_t len, buffer;
+    };
+    void split(size_t received);  // fill dgrams_ from the first `received` buffers
+
+    static constexpr size_t kCtrl = 64;  // room for one UDP_GRO cmsg
+    bool coalesced_;
+    size_t last_received_ = 0;  // buffers the last receive filled
     size_t stride_;
-    std::vector<uint8_t> storage_;
+    std::unique_ptr<uint8_t[]> storage_;  // not zeroed: untouched pages stay unmapped
     std::vector<mmsghdr> msgs_;
     std::vector<iovec> iov_;
     std::vector<sockaddr_in> from_;
+    std::vector<uint8_t> ctrl_;
+    std::vector<Dgram> dgrams_;
 };
 
 class UdpSocket {
@@ -45,7 +63,10 @@ class UdpSocket {
     UdpSocket &operator=(const UdpSocket &) = delete;
 
     // Bind to ip:port (host order). 0 or -errno (-EADDRINUSE when taken).
-    int open(uint32_t ip, uint16_t port, int buffer_bytes);
+    // `offload`: use UDP_SEGMENT / UDP_GRO where the kernel has them.
+    int open(uint32_t ip, uint16_t port, int buffer_bytes, bool offload);
+    bool segmenting() const { return gso_; }
+    bool coalescing() const { return gro_; }
     int fd() const { return fd_; }
     void set_faults(const FaultConfig &c);
 
@@ -64,19 +85,25 @@ class UdpSocket {
     // Destinations that refused (ICMP port unreachable) are appended to `refused`.
     size_t receive(RecvBatch &batch, std::vector<sockaddr_in> &refused);
 
-    uint64_t sent = 0, send_errors = 0;
+    uint64_t sent = 0, send_errors = 0, segmented_sends = 0;
 
   private:
     void send_now(size_t from, size_t n);
+    size_t gather(size_t from, size_t n, size_t counts[]);
+    size_t run_length(size_t from, size_t n) const;
     void apply_faults();
     void drain_errors(std::vector<sockaddr_in> &refused);
 
     static constexpr size_t kBatch = 64;
+    static constexpr size_t kMaxSegments = 64;      // the kernel's UDP_MAX_SEGMENTS
+    static constexpr size_t kMaxSegmented = 65000;  // bytes in one segmented send
     int fd_ = -1;
+    bool gso_ = false, gro_ = false;
     size_t queued_ = 0;
-    mmsghdr msgs_[kBatch];
-    iovec iov_[kBatch][2];
+    iovec iov_[kBatch][2];  // queued datagrams; contiguous so that a run is one iovec array
     sockaddr_in to_[kBatch];
+    mmsghdr msgs_[kBatch];  // what one sendmmsg sends: single datagrams or segmented runs
+    alignas(cmsghdr) uint8_t ctrl_[kBatch][32];
     std::unique_ptr<FaultInjector> faults_;
     std::vector<FaultInjector::Held> due_;  // held datagrams being sent this flush
     std::vector<sockaddr_in> refused_;      // ICMP refusals seen by sendmmsg

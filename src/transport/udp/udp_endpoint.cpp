@@ -26,16 +26,19 @@ uint32_t next_epoch() {
     return e;
 }
 
-UdpEndpoint::UdpEndpoint(const UdpConfig &cfg)
-    : cfg_(cfg), batch_(cfg.max_datagram > 16384 ? 16 : 64, cfg.max_datagram) {}
+UdpEndpoint::UdpEndpoint(const UdpConfig &cfg) : cfg_(cfg) {}
 
 UdpEndpoint::~UdpEndpoint() = default;
 
 std::unique_ptr<UdpEndpoint> UdpEndpoint::open(uint32_t ip, uint16_t port, const UdpConfig &cfg,
                                                int &err) {
     std::unique_ptr<UdpEndpoint> ep(new UdpEndpoint(cfg));
-    err = ep->sock_.open(ip, port, cfg.socket_buffer);
+    err = ep->sock_.open(ip, port, cfg.socket_buffer, cfg.offload);
     if (err) return nullptr;
+    // Coalesced receives need 64 KiB buffers; fewer of them hold as many datagrams.
+    bool big = ep->sock_.coalescing() || cfg.max_datagram > 16384;
+    ep->batch_ =
+        std::make_unique<RecvBatch>(big ? 16 : 64, cfg.max_datagram, ep->sock_.coalescing());
     ep->sock_.set_faults(cfg.faults);
     return ep;
 }
@@ -93,9 +96,10 @@ size_t UdpEndpoint::poll(PacketSink &sink, size_t) {
             i++;
         }
     }
-    size_t n = sock_.receive(batch_, refused_);
+    RecvBatch &b = *batch_;
+    size_t n = sock_.receive(b, refused_);
     for (size_t i = 0; i < n; i++)
-        dispatch(batch_.data(i), batch_.len(i), batch_.from(i), sink);
+        dispatch(b.data(i), b.len(i), b.from(i), sink);
     for (const sockaddr_in &a : refused_)  // nobody listens there (any more)
         if (Channel *c = lookup(a, false)) c->fail(Channel::State::kRefused);
     refused_.clear();

@@ -22,6 +22,7 @@ struct UdpConfig {
     unsigned retry_limit = 20;  // timeouts in a row before the peer is declared dead
     uint32_t rto_min_us = 1000, rto_max_us = 200000;
     int socket_buffer = 8 << 20;
+    bool offload = true;  // UDP_SEGMENT / UDP_GRO where the kernel has them
     FaultConfig faults;
 };
 
@@ -77,7 +78,7 @@ class UdpEndpoint final : public RxQueue {
 
     UdpConfig cfg_;
     UdpSocket sock_;
-    RecvBatch batch_;
+    std::unique_ptr<RecvBatch> batch_;
     std::unordered_map<uint64_t, Channel *> channels_;  // open channels by peer address
     std::vector<std::unique_ptr<Channel>> all_;         // including failed ones
     std::vector<Channel *> ack_list_, drain_list_, failed_;
