@@ -69,8 +69,10 @@ struct TxOp {
     TxOp *next, *prev;
     uint32_t gen;
     bool pending, queued_for_stream;
-    bool awaiting_ack;   // transmitted over a network link: completes when acknowledged
-    uint64_t ack_token;  // the link's token for the last packet of this operation
+    bool awaiting_ack;            // transmitted over a network link: completes when acknowledged
+    uint64_t ack_token;           // the link's token for the last packet of this operation
+    int ack_err, ack_prov_errno;  // the completion it gets then
+    uint64_t stream_token;        // the link's token after the last streamed (uncopied) packet
 };
 
 class Context : public ProgressSource,
@@ -116,6 +118,7 @@ class Context : public ProgressSource,
     int open_udp(uint32_t pid);
     void poll_udp();
     void check_acks();
+    void await_ack(TxOp *op, uint64_t token, int err, int prov_errno);
     void fail_link(transport::Link *link, int err, int prov_errno);
     void fail_inbound(uint32_t nic, uint32_t pid, int err);
     // Receive path (rx.cpp).

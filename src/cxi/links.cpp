@@ -86,8 +86,16 @@ void Context::check_acks() {
         }
         awaiting_ack_.erase(awaiting_ack_.begin() + long(i));
         op->awaiting_ack = false;
-        complete_tx(op, 0, 0);
+        complete_tx(op, op->ack_err, op->ack_prov_errno);
     }
+}
+
+void Context::await_ack(TxOp *op, uint64_t token, int err, int prov_errno) {
+    op->awaiting_ack = true;
+    op->ack_token = token;
+    op->ack_err = err;
+    op->ack_prov_errno = prov_errno;
+    awaiting_ack_.push_back(op);
 }
 
 // The peer is gone: everything addressed to it fails instead of waiting forever.

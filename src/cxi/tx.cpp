@@ -154,10 +154,12 @@ bool Context::pump(TxOp *op) {
         size_t n = std::min(room, op->stream_end - op->stream_off);
         h.offset = op->stream_off;
         h.payload = static_cast<uint32_t>(n);
-        iovec iov{const_cast<uint8_t *>(base + op->stream_off), n};
         bool more = op->stream_off + n < op->stream_end;  // the stream leaves in batches
-        if (!link->send(&h, sizeof(h), &iov, 1, more)) return false;
+        // The buffer stays ours until the data is acknowledged (on_done waits for that),
+        // so the transport may send it without a copy.
+        if (!link->send_stable(&h, sizeof(h), base + op->stream_off, n, more)) return false;
         op->stream_off += n;
+        op->stream_token = link->last_token();
     }
     return true;
 }
@@ -187,9 +189,7 @@ void Context::pump_ops(transport::Link *&batch) {
         op->pending = false;
         if (op->wait_done && !op->done_seen) continue;
         if (op->link->completes_on_ack() && !op->link->acked(op->link->last_token())) {
-            op->awaiting_ack = true;
-            op->ack_token = op->link->last_token();
-            awaiting_ack_.push_back(op);
+            await_ack(op, op->link->last_token(), 0, 0);
             continue;
         }
         complete_tx(op, 0, 0);
@@ -206,10 +206,13 @@ void Context::on_done(const WireHdr &h) {
     if (op->awaiting_ack) return;  // it asked for no kDone: a forged or stale one
     op->done_seen = true;
     if (op->pending) return;  // still transmitting: completes when pumped out
-    if (h.flags & kWError)
-        complete_tx(op, FI_EIO, C_RC_PT_DISABLED);
-    else
-        complete_tx(op, 0, 0);
+    int err = h.flags & kWError ? FI_EIO : 0;
+    int prov_errno = err ? C_RC_PT_DISABLED : 0;
+    if (!op->link->acked(op->stream_token)) {  // streamed data still referenced: wait
+        await_ack(op, op->stream_token, err, prov_errno);
+        return;
+    }
+    complete_tx(op, err, prov_errno);
 }
 
 void Context::complete_tx(TxOp *op, int err, int prov_errno) {

@@ -31,6 +31,14 @@ class Link {
     // full (the caller retries after progress). `more` hints that another packet follows.
     virtual bool send(const void *hdr, size_t hdr_len, const iovec *iov, size_t iovcnt,
                       bool more = false) = 0;
+    // As send() with one payload piece that the caller keeps valid until acked(last_token())
+    // or until the link fails: a transport that retransmits may keep a reference
+    // instead of a copy.
+    virtual bool send_stable(const void *hdr, size_t hdr_len, const void *payload, size_t len,
+                             bool more = false) {
+        iovec iov{const_cast<void *>(payload), len};
+        return send(hdr, hdr_len, &iov, 1, more);
+    }
     // Push out anything held back by `more` (the end of an FI_MORE batch).
     virtual void flush() {}
     // False once the receive queue was closed. Cheap: checked on every send.

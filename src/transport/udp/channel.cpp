@@ -54,11 +54,22 @@ void Channel::fill_ack(RelHdr &h) {
 }
 
 bool Channel::send(const void *hdr, size_t hdr_len, const iovec *iov, size_t iovcnt, bool more) {
+    return enqueue(hdr, hdr_len, iov, iovcnt, iovec{nullptr, 0}, more);
+}
+
+bool Channel::send_stable(const void *hdr, size_t hdr_len, const void *payload, size_t len,
+                          bool more) {
+    return enqueue(hdr, hdr_len, nullptr, 0, iovec{const_cast<void *>(payload), len}, more);
+}
+
+// Copies the header and `iov` into the packet's slot; `ref` is sent from where it is.
+bool Channel::enqueue(const void *hdr, size_t hdr_len, const iovec *iov, size_t iovcnt,
+                      const iovec &ref, bool more) {
     if (state_ != State::kOpen) return false;
-    size_t len = hdr_len;
+    size_t copied = sizeof(RelHdr) + hdr_len;
     for (size_t i = 0; i < iovcnt; i++)
-        len += iov[i].iov_len;
-    size_t total = sizeof(RelHdr) + len;
+        copied += iov[i].iov_len;
+    size_t total = copied + ref.iov_len;
     const UdpConfig &cfg = ep_.config();
     bool window_full = next_seq_ - una_ >= tx_.size() || next_seq_ >= peer_limit_;
     if (window_full || (una_ != next_seq_ && inflight_bytes_ + total > cfg.window_bytes) ||
@@ -69,8 +80,8 @@ bool Channel::send(const void *hdr, size_t hdr_len, const iovec *iov, size_t iov
         return false;
     }
     TxSlot &s = tx(next_seq_);
-    if (s.cap < total) {
-        s.cap = uint32_t(std::max<size_t>(total, 256));
+    if (s.cap < copied) {
+        s.cap = uint32_t(std::max<size_t>(copied, 256));
         s.buf.reset(new uint8_t[s.cap]);
     }
     RelHdr h{};
@@ -89,7 +100,9 @@ bool Channel::send(const void *hdr, size_t hdr_len, const iovec *iov, size_t iov
         off += iov[i].iov_len;
     }
     uint64_t now = now_ns();
-    s.len = uint32_t(total);
+    s.len = uint32_t(copied);
+    s.ref = ref.iov_base;
+    s.ref_len = uint32_t(ref.iov_len);
     s.sent_ns = now;
     s.tries = 1;
     s.sacked = false;
@@ -97,7 +110,7 @@ bool Channel::send(const void *hdr, size_t hdr_len, const iovec *iov, size_t iov
     if (una_ == next_seq_) ep_.arm_timer(deadline_ = now + rto_ns_);
     next_seq_++;
     blocked_ = false;
-    ep_.socket().queue(peer_, p, total);
+    ep_.socket().queue(peer_, p, copied, s.ref, s.ref_len);
     if (!more) ep_.socket().flush();
     return true;
 }
@@ -174,8 +187,9 @@ void Channel::release_acked(uint64_t upto, uint64_t now) {
     }
     for (uint64_t s = una_; s < upto; s++) {
         TxSlot &t = tx(s);
-        inflight_bytes_ -= t.len;
-        t.len = 0;
+        inflight_bytes_ -= t.len + t.ref_len;
+        t.len = t.ref_len = 0;
+        t.ref = nullptr;
         if (t.cap > kKeepSlotBytes) {
             t.buf.reset();
             t.cap = 0;
@@ -200,7 +214,7 @@ void Channel::retransmit(uint64_t seq, uint64_t now) {
     std::memcpy(t.buf.get(), &h, sizeof(h));
     t.sent_ns = now;
     if (t.tries < 255) t.tries++;
-    ep_.socket().queue(peer_, t.buf.get(), t.len);
+    ep_.socket().queue(peer_, t.buf.get(), t.len, t.ref, t.ref_len);
     ep_.count_retransmit();
 }
 
@@ -253,7 +267,8 @@ void Channel::fail(State why) {
     ep_.socket().flush();  // nothing queued may point into freed slots
     for (auto &t : tx_) {
         t.buf.reset();
-        t.cap = t.len = 0;
+        t.cap = t.len = t.ref_len = 0;
+        t.ref = nullptr;  // the sender may free what it lent us once its operations fail
     }
     inflight_bytes_ = 0;
     deadline_ = 0;

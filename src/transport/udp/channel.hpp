@@ -29,6 +29,8 @@ class Channel final : public Link {
     // Link
     size_t max_packet() const override;
     bool send(const void *hdr, size_t hdr_len, const iovec *iov, size_t iovcnt, bool more) override;
+    bool send_stable(const void *hdr, size_t hdr_len, const void *payload, size_t len,
+                     bool more) override;
     void flush() override;
     bool alive() override { return state_ == State::kOpen; }
     bool peer_dead() override { return state_ != State::kOpen; }
@@ -60,8 +62,10 @@ class Channel final : public Link {
 
   private:
     struct TxSlot {
-        std::unique_ptr<uint8_t[]> buf;
-        uint32_t cap = 0, len = 0;
+        std::unique_ptr<uint8_t[]> buf;  // headers, and the payload unless it is referenced
+        uint32_t cap = 0, len = 0;       // len: bytes in buf
+        const void *ref = nullptr;       // a payload the sender keeps stable until acked
+        uint32_t ref_len = 0;
         uint64_t sent_ns = 0;
         uint8_t tries = 0;
         bool sacked = false;
@@ -72,6 +76,8 @@ class Channel final : public Link {
         bool present = false;
     };
     void fill_ack(RelHdr &h);
+    bool enqueue(const void *hdr, size_t hdr_len, const iovec *iov, size_t iovcnt, const iovec &ref,
+                 bool more);
     void on_ack(const RelHdr &h, uint64_t now);
     void on_data(const RelHdr &h, const uint8_t *body, size_t len, PacketSink &sink);
     void reset_rx(uint32_t epoch);
