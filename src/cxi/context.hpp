@@ -121,6 +121,7 @@ class Context : public ProgressSource,
     void await_ack(TxOp *op, uint64_t token, int err, int prov_errno);
     void fail_link(transport::Link *link, int err, int prov_errno);
     void fail_inbound(uint32_t nic, uint32_t pid, int err);
+    void drop_orphans(uint32_t nic, uint32_t pid);
     // Receive path (rx.cpp).
     bool deliver(const uint8_t *pkt, size_t len) override;
     bool on_msg(const WireHdr &h, const uint8_t *payload);

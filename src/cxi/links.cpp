@@ -127,6 +127,26 @@ void Context::fail_inbound(uint32_t nic, uint32_t pid, int err) {
         it = inbound_.erase(it);
         complete_rx(m, err);
     }
+    drop_orphans(nic, pid);
+}
+
+// Unexpected messages from a dead peer that can no longer complete (bytes still to
+// arrive, or rendezvous data to pull) are dropped and counted: a receive posted later
+// must not match them and wait forever. Whole ones stay deliverable; claimed ones
+// belong to the application until its FI_CLAIM receive.
+void Context::drop_orphans(uint32_t nic, uint32_t pid) {
+    for (auto &list : unexpected_) {
+        for (RxMsg *m = list.head, *next; m; m = next) {
+            next = m->next;
+            bool needs_peer = !m->eager_done() || ((m->wflags & kWRdzv) && !(m->wflags & kWWhole));
+            if (m->src_nic != nic || m->src_pid != pid || m->claimed || !needs_peer) continue;
+            list.remove(m);
+            inbound_.erase(InKey{m->src_key, m->cookie});
+            free_msg(m);
+            domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
+            SN_WARN(FI_LOG_EP_DATA, "dropping an unfinished unexpected message of a dead peer\n");
+        }
+    }
 }
 
 }  // namespace softnic::cxi

@@ -317,6 +317,24 @@ TEST_P(MsgTest, FiSourceErrReportsUnknownSenderAddress) {
     EXPECT_STREQ("two", in);
 }
 
+// An endpoint that has polled for a long time with nothing arriving still hears the
+// next message and its acknowledgement, also when no helper thread watches its socket
+// (run again with FI_CXI_OFFLOAD=0).
+TEST_P(MsgTest, QuietEndpointsStillHearTheNextMessage) {
+    Pair p = make_pair();
+    uint64_t out = 0x5157, in = 0;
+    int sctx = 0, rctx = 0;
+    ASSERT_OK(fi_recv(p.b->ep(), &in, sizeof(in), nullptr, FI_ADDR_UNSPEC, &rctx));
+    for (int i = 0; i < 20000; i++) {  // well past the point where a socket counts as quiet
+        ASSERT_EQ(0u, p.b->rx().poll());
+        ASSERT_EQ(0u, p.a->tx().poll());
+    }
+    ASSERT_OK(fi_send(p.a->ep(), &out, sizeof(out), nullptr, p.a2b, &sctx));
+    wait_comp(p.b->rx(), &rctx, "receive after a quiet spell");
+    wait_comp(p.a->tx(), &sctx, "send after a quiet spell");
+    EXPECT_EQ(out, in);
+}
+
 TEST_P(MsgTest, DirectedReceiveOnlyMatchesItsSource) {
     EpOptions ob;
     ob.caps = FI_MSG | FI_DIRECTED_RECV;

@@ -3,6 +3,8 @@
 // datagram once, whole, in order, from the right sender, whatever the offload mix.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstring>
 #include <vector>
 
@@ -108,4 +110,24 @@ TEST(UdpSocket, ManyRunsInOneFlush) {
 TEST(UdpSocket, EmptyDatagramIsDelivered) {
     Pair p(41140, true, true);
     round_trip(p, {0, 10, 10});
+}
+
+// A closed port answers with ICMP port unreachable. The error can surface on a later
+// send (sendmmsg fails with ECONNREFUSED, which clears it) instead of on a receive;
+// either way the next receive() must name the peer that refused.
+TEST(UdpSocket, RefusalSeenBySendIsReported) {
+    UdpSocket s;
+    ASSERT_EQ(s.open(kIp, 41150, 1 << 20, true), 0);
+    sockaddr_in closed = make_sockaddr(kIp, 41159);  // nobody listens there
+    uint8_t bytes[16] = {};
+    s.queue(closed, bytes, sizeof(bytes));
+    s.flush();
+    usleep(20000);  // the ICMP error comes back
+    s.queue(closed, bytes, sizeof(bytes));
+    s.flush();  // meets the pending error
+    RecvBatch batch(4, 1500, false);
+    std::vector<sockaddr_in> refused;
+    s.receive(batch, refused);
+    ASSERT_FALSE(refused.empty());
+    EXPECT_EQ(ntohs(refused[0].sin_port), 41159);
 }
