@@ -8,6 +8,10 @@ constexpr uint64_t kProvKeyBit = 1ULL << 63;
 int mr_close(fid *f) {
     Mr *mr = owner_of_fid<Mr, fid_mr>(f);
     if (mr->refs().busy()) SN_REJECT(-FI_EBUSY, FI_LOG_MR, "MR still in use\n");
+    // Unpublish under the table's lock: a remote access either holds a reference
+    // already (then the MR is busy) or can no longer find it.
+    if (mr->keyed() && !mr->table().retire(mr, mr->key()))
+        SN_REJECT(-FI_EBUSY, FI_LOG_MR, "MR in use by a remote access\n");
     delete mr;
     return 0;
 }
@@ -37,12 +41,31 @@ int MrTable::assign(Mr *mr, uint64_t requested, uint64_t &key) {
         key = requested;
     }
     keys_[key] = mr;
+    count_.store(keys_.size(), std::memory_order_relaxed);
     return 0;
 }
 
 void MrTable::release(uint64_t key) {
     std::lock_guard<std::mutex> g(lock_);
     keys_.erase(key);
+    count_.store(keys_.size(), std::memory_order_relaxed);
+}
+
+Mr *MrTable::acquire(uint64_t key) {
+    std::lock_guard<std::mutex> g(lock_);
+    auto it = keys_.find(key);
+    if (it == keys_.end()) return nullptr;
+    it->second->refs().get();
+    return it->second;
+}
+
+bool MrTable::retire(Mr *mr, uint64_t key) {
+    std::lock_guard<std::mutex> g(lock_);
+    if (mr->refs().busy()) return false;
+    keys_.erase(key);
+    count_.store(keys_.size(), std::memory_order_relaxed);
+    mr->unkey();
+    return true;
 }
 
 Mr *MrTable::find(uint64_t key) {

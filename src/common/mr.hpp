@@ -4,6 +4,7 @@
 
 #include <rdma/fi_domain.h>
 
+#include <atomic>
 #include <functional>
 #include <mutex>
 #include <unordered_map>
@@ -26,6 +27,14 @@ class MrTable {
     int assign(Mr *mr, uint64_t requested, uint64_t &key);
     void release(uint64_t key);
     Mr *find(uint64_t key);
+    // The MR of `key` with a reference held (put it back with mr->refs().put()), so that
+    // a concurrent fi_close cannot free it under a remote access; null if none.
+    Mr *acquire(uint64_t key);
+    // For fi_close: unpublish `key` unless the MR is in use. False when busy.
+    bool retire(Mr *mr, uint64_t key);
+    // Whether any MR is remotely accessible: a target must then be progressed even
+    // while its application is away.
+    bool any_remote() const { return count_.load(std::memory_order_relaxed) != 0; }
 
     // The provider's check of an fi_mr_bind to an endpoint: 0 and the endpoint's
     // reference count (held while bound), or a -FI_E* code.
@@ -35,7 +44,8 @@ class MrTable {
     bool prov_keys_, endpoint_mode_;
     std::mutex lock_;
     std::unordered_map<uint64_t, Mr *> keys_;
-    uint64_t next_seq_ = 1;  // provider keys are never reused
+    std::atomic<size_t> count_{0};  // keys_.size(), readable without the lock
+    uint64_t next_seq_ = 1;         // provider keys are never reused
 };
 
 class Mr {
@@ -48,11 +58,15 @@ class Mr {
     Mr &operator=(const Mr &) = delete;
 
     fid_mr *fid() { return &handle_.fid; }
+    MrTable &table() { return table_; }
     RefCount &refs() { return refs_; }
     const void *base() const { return base_; }
     size_t len() const { return len_; }
     uint64_t access() const { return access_; }
     bool remote() const { return access_ & (FI_REMOTE_READ | FI_REMOTE_WRITE); }
+    bool keyed() const { return keyed_; }
+    void unkey() { keyed_ = false; }
+    uint64_t key() const { return handle_.fid.key; }
 
     int bind(struct fid *bfid, uint64_t flags);
     int enable();

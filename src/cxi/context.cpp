@@ -32,9 +32,10 @@ Context::~Context() {
             b->cq->progress().remove(this);
             b->cq->refs().put();
         }
-        if (b->cntr) {
-            b->cntr->progress().remove(this);
-            b->cntr->refs().put();
+        for (Cntr *c : b->cntrs()) {
+            if (!c) continue;
+            c->progress().remove(this);
+            c->refs().put();
         }
     }
     for (int t = 0; t < 2; t++)
@@ -84,6 +85,12 @@ void Context::progress() {
     if (!rxq_ || !lock_.try_lock()) return;  // someone else is progressing this context
     progress_locked();
     lock_.unlock();
+}
+
+// Work of our own, or MRs that remote operations may target while the application is
+// away (the hardware serves those without it).
+bool Context::offload_wanted() {
+    return work_hint_.load(std::memory_order_relaxed) || domain_.mrs().any_remote();
 }
 
 bool Context::offload_progress(bool readable) {
@@ -145,6 +152,14 @@ bool Context::deliver(const uint8_t *pkt, size_t len) {
             return true;
         case Pkt::kDone:
             on_done(h);
+            return true;
+        case Pkt::kRmaWrite:
+            on_rma_write(h, payload);
+            return true;
+        case Pkt::kRmaReadReq:
+            return on_rma_read_req(h);  // false: no room to answer yet, hold it
+        case Pkt::kRmaReadResp:
+            on_rma_read_resp(h, payload);
             return true;
     }
     SN_WARN(FI_LOG_EP_DATA, "dropping packet of unknown type %u\n", h.type);

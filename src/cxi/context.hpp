@@ -5,6 +5,7 @@
 
 #include <rdma/fi_endpoint.h>
 
+#include <array>
 #include <deque>
 #include <memory>
 #include <unordered_map>
@@ -14,6 +15,7 @@
 #include "common/cntr.hpp"
 #include "common/cq.hpp"
 #include "common/lock.hpp"
+#include "common/mr.hpp"
 #include "common/pool.hpp"
 #include "common/progress.hpp"
 #include "cxi/addr.hpp"
@@ -28,6 +30,14 @@ namespace softnic::cxi {
 
 class Domain;
 
+// What a transmit operation is: its packets and its completion differ.
+enum class OpKind : uint8_t {
+    kSend,      // fi_send & co, fi_tsend & co
+    kWrite,     // fi_write & co
+    kRead,      // fi_read & co
+    kReadResp,  // target side: data an initiator's read asked for (no completion)
+};
+
 struct SendArgs {
     const void *buf;
     size_t len;
@@ -38,6 +48,8 @@ struct SendArgs {
     uint64_t flags;
     bool tagged;
     bool inject_call = false;  // fi_inject & co: never a completion entry
+    OpKind kind = OpKind::kSend;
+    uint64_t rkey = 0, raddr = 0;  // one-sided: the target MR's key and offset in it
 };
 
 struct RecvArgs {
@@ -54,7 +66,9 @@ struct RecvArgs {
 struct CompletionBind {
     Cq *cq = nullptr;
     bool selective = false;
-    Cntr *cntr = nullptr;
+    Cntr *cntr = nullptr;                              // FI_SEND / FI_RECV
+    Cntr *write_cntr = nullptr, *read_cntr = nullptr;  // FI_WRITE / FI_READ (transmit side)
+    std::array<Cntr *, 3> cntrs() const { return {cntr, write_cntr, read_cntr}; }
 };
 
 struct TxOp {
@@ -73,6 +87,9 @@ struct TxOp {
     uint64_t ack_token;           // the link's token for the last packet of this operation
     int ack_err, ack_prov_errno;  // the completion it gets then
     uint64_t stream_token;        // the link's token after the last streamed (uncopied) packet
+    size_t read_got;              // fi_read: bytes arrived
+    uint64_t peer_cookie;         // kReadResp: the initiator's operation
+    Mr *pinned;                   // kReadResp: the MR being read, held until sent
 };
 
 class Context : public ProgressSource,
@@ -108,7 +125,7 @@ class Context : public ProgressSource,
     int offload_fd() override { return udp_ ? udp_->fd() : -1; }
     bool offload_watch() override { return udp_ && !udp_->wants_poll(); }
     uint64_t app_calls() override { return app_calls_.load(std::memory_order_relaxed); }
-    bool offload_wanted() override { return work_hint_.load(std::memory_order_relaxed); }
+    bool offload_wanted() override;
     bool offload_progress(bool readable) override;
 
   private:
@@ -144,6 +161,13 @@ class Context : public ProgressSource,
     void send_ctrl(transport::Link *link, const WireHdr &h);
     void take_unexpected(RxMsg *m, RecvOp *op);
     void fail_msg(RxMsg *m, int err);
+    // One-sided operations, target and initiator sides (rma.cpp).
+    Mr *rma_target(const WireHdr &h, uint64_t access);
+    void on_rma_write(const WireHdr &h, const uint8_t *payload);
+    bool on_rma_read_req(const WireHdr &h);
+    void on_rma_read_resp(const WireHdr &h, const uint8_t *payload);
+    void send_reply(const WireHdr &req, uint16_t flags);
+    bool pump_rma(TxOp *op);
     // Transmit path (tx.cpp).
     transport::Link *route(fi_addr_t dest, int &err);
     bool try_fast_send(const SendArgs &a, transport::Link *link, int &err);

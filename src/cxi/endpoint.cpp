@@ -108,7 +108,7 @@ uint64_t default_rx_flags(uint64_t f) {
 void install_data_ops(EpView &v, bool enabled) {
     v.h.fid.msg = enabled ? &msg_ops : &msg_disabled_ops;
     v.h.fid.tagged = enabled ? &tagged_ops : &tagged_disabled_ops;
-    v.h.fid.rma = &rma_disabled_ops;
+    v.h.fid.rma = enabled ? &rma_ops : &rma_disabled_ops;
     v.h.fid.atomic = &atomic_disabled_ops;
 }
 

@@ -87,6 +87,7 @@ extern fi_ops_tagged tagged_ops;
 extern fi_ops_msg msg_disabled_ops;
 extern fi_ops_tagged tagged_disabled_ops;
 extern fi_ops_rma rma_disabled_ops;
+extern fi_ops_rma rma_ops;  // rma_ops.cpp
 extern fi_ops_atomic atomic_disabled_ops;
 
 }  // namespace softnic::cxi

@@ -63,15 +63,19 @@ int Endpoint::bind_cntr(EpView &v, Cntr *cntr, uint64_t flags) {
         FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
     if (flags & ~kAll) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "bad counter bind flags\n");
     if (!v.ctx) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "bind counters to the SEP's contexts\n");
-    bool tx = (flags & FI_SEND) && (v.side & kTx), rx = (flags & FI_RECV) && (v.side & kRx);
-    if ((tx && v.ctx->tx_bind().cntr) || (rx && v.ctx->rx_bind().cntr))
-        SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "a counter is already bound for that event\n");
-    if (tx) {
-        v.ctx->tx_bind().cntr = cntr;
-        cntr->refs().get();
-    }
-    if (rx) {
-        v.ctx->rx_bind().cntr = cntr;
+    CompletionBind &t = v.ctx->tx_bind(), &r = v.ctx->rx_bind();
+    bool tx_side = v.side & kTx;
+    // The events asked for, each with the slot its counter goes into.
+    std::pair<bool, Cntr **> slots[] = {{(flags & FI_SEND) && tx_side, &t.cntr},
+                                        {(flags & FI_RECV) && (v.side & kRx), &r.cntr},
+                                        {(flags & FI_WRITE) && tx_side, &t.write_cntr},
+                                        {(flags & FI_READ) && tx_side, &t.read_cntr}};
+    for (auto &[wanted, slot] : slots)
+        if (wanted && *slot)
+            SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "a counter is already bound for that event\n");
+    for (auto &[wanted, slot] : slots) {
+        if (!wanted) continue;
+        *slot = cntr;
         cntr->refs().get();
     }
     return 0;
@@ -80,7 +84,8 @@ int Endpoint::bind_cntr(EpView &v, Cntr *cntr, uint64_t flags) {
 void Endpoint::attach_progress(Context &c) {
     for (CompletionBind *b : {&c.tx_bind(), &c.rx_bind()}) {
         if (b->cq) b->cq->progress().add(&c);
-        if (b->cntr) b->cntr->progress().add(&c);
+        for (Cntr *cn : b->cntrs())
+            if (cn) cn->progress().add(&c);
     }
 }
 
@@ -135,6 +140,7 @@ int Endpoint::enable(EpView &v) {
         EpView *target = &v;
         target->h.fid.msg = &msg_ops;
         target->h.fid.tagged = &tagged_ops;
+        target->h.fid.rma = &rma_ops;
     }
     return 0;
 }
@@ -172,6 +178,7 @@ int Endpoint::control(EpView &v, int command, void *arg) {
             t = alias->flags & ~(FI_TRANSMIT | FI_RECV);
             a->h.fid.msg = v.h.fid.msg;
             a->h.fid.tagged = v.h.fid.tagged;
+            a->h.fid.rma = v.h.fid.rma;
             *alias->fid = &a->h.fid.fid;
             return 0;
         }

@@ -37,7 +37,9 @@ uint64_t Context::completion_level(uint64_t flags) const {
 // message would have gone this way but the ring is full.
 bool Context::try_fast_send(const SendArgs &a, transport::Link *link, int &err) {
     err = 0;
-    if (!pending_.empty() || (a.flags & FI_MORE) || a.len > env().eager_max()) return false;
+    if (a.kind != OpKind::kSend || !pending_.empty() || (a.flags & FI_MORE) ||
+        a.len > env().eager_max())
+        return false;
     if (a.len + sizeof(WireHdr) > link->max_packet()) return false;
     if (completion_level(a.flags) != FI_TRANSMIT_COMPLETE) return false;
     if (link->completes_on_ack()) return false;  // tracked until the peer acknowledges
@@ -84,11 +86,13 @@ ssize_t Context::send(const SendArgs &a) {
         std::memcpy(op->inline_data, a.buf, a.len);
         op->a.buf = op->inline_data;
     }
-    bool rdzv = a.len > env().eager_max();
+    bool rdzv = a.kind == OpKind::kSend && a.len > env().eager_max();
     op->rdzv = rdzv;
     op->eager_len =
         rdzv ? (env().rdzv_offload ? std::min(env().rdzv_eager_size, a.len) : a.len) : a.len;
-    op->wait_done = rdzv || completion_level(a.flags) != FI_TRANSMIT_COMPLETE;
+    // One-sided operations complete on the target's answer (delivery complete).
+    op->wait_done =
+        rdzv || a.kind != OpKind::kSend || completion_level(a.flags) != FI_TRANSMIT_COMPLETE;
     op->pending = true;
     pending_.push_back(op);
     pending_count_++;
@@ -126,6 +130,7 @@ TxOp *Context::tx_by_cookie(uint64_t cookie) {
 
 // Queue as many packets of `op` as the peer accepts. True when nothing is left to send.
 bool Context::pump(TxOp *op) {
+    if (op->a.kind != OpKind::kSend) return pump_rma(op);
     transport::Link *link = op->link;
     const size_t room = link->max_packet() - sizeof(WireHdr);
     const auto *base = static_cast<const uint8_t *>(op->a.buf);
@@ -187,6 +192,10 @@ void Context::pump_ops(transport::Link *&batch) {
         pending_.remove(op);
         pending_count_--;
         op->pending = false;
+        if (op->a.kind == OpKind::kReadResp) {  // copied out: nothing refers to the MR now
+            complete_tx(op, 0, 0);
+            continue;
+        }
         if (op->wait_done && !op->done_seen) continue;
         if (op->link->completes_on_ack() && !op->link->acked(op->link->last_token())) {
             await_ack(op, op->link->last_token(), 0, 0);
@@ -217,19 +226,27 @@ void Context::on_done(const WireHdr &h) {
 
 void Context::complete_tx(TxOp *op, int err, int prov_errno) {
     SendArgs a = op->a;
+    if (op->pinned) op->pinned->refs().put();
     free_tx(op);
+    if (a.kind == OpKind::kReadResp) return;  // the target's side of a read: nobody waits
     complete_send(a, err, prov_errno);
 }
 
 void Context::complete_send(const SendArgs &a, int err, int prov_errno) {
     uint64_t flags = (a.tagged ? FI_TAGGED : FI_MSG) | FI_SEND;
+    Cntr *cntr = tx_.cntr;
+    if (a.kind == OpKind::kWrite || a.kind == OpKind::kRead) {
+        bool w = a.kind == OpKind::kWrite;
+        flags = FI_RMA | (w ? FI_WRITE : FI_READ);
+        cntr = w ? tx_.write_cntr : tx_.read_cntr;
+    }
     if (!err) {
-        if (tx_.cntr) tx_.cntr->inc(tx_.cntr->counts_bytes() ? a.len : 1);
+        if (cntr) cntr->inc(cntr->counts_bytes() ? a.len : 1);
         if (a.inject_call || (tx_.selective && !(a.flags & FI_COMPLETION))) return;
         if (tx_.cq) tx_.cq->push(Completion{a.context, flags, 0, nullptr, 0, 0, FI_ADDR_NOTAVAIL});
         return;
     }
-    if (tx_.cntr) tx_.cntr->inc_err();
+    if (cntr) cntr->inc_err();
     if (!tx_.cq) return;
     ErrorCompletion e;
     e.entry.op_context = a.context;

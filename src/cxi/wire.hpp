@@ -5,6 +5,12 @@
 // receiver answers with kDone (rendezvous finished, or the acknowledgement that
 // delivery/match-complete sends wait for) and asks for rendezvous data with kGetReq
 // when it cannot read the sender's memory directly.
+//
+// One-sided operations: kRmaWrite packets carry data for the target MR named by `tag`
+// (the key) at `rdzv_addr` (the offset in the MR) + `offset`; the target answers the
+// last one with kDone (kWError when the key, bounds or access were wrong). kRmaReadReq
+// asks for `msg_len` bytes; the target streams kRmaReadResp packets (at `offset`) or
+// answers kDone with kWError.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +19,15 @@ namespace softnic::cxi {
 
 constexpr uint8_t kWireVersion = 1;
 
-enum class Pkt : uint8_t { kMsg = 1, kData = 2, kGetReq = 3, kDone = 4 };
+enum class Pkt : uint8_t {
+    kMsg = 1,
+    kData = 2,
+    kGetReq = 3,
+    kDone = 4,
+    kRmaWrite = 5,
+    kRmaReadReq = 6,
+    kRmaReadResp = 7,
+};
 
 enum WireFlags : uint16_t {
     kWTagged = 1 << 0,

@@ -1,0 +1,170 @@
+// One-sided operations over the packet protocol, both sides: the initiator's packets
+// (pump_rma), and the target's handling of writes and reads against its MR table.
+// The target's progress serves them; the offload helper does so while the target
+// application is away.
+#include <rdma/fi_cxi_ext.h>
+
+#include <cstring>
+
+#include "common/log.hpp"
+#include "cxi/context.hpp"
+#include "cxi/domain.hpp"
+
+namespace softnic::cxi {
+
+namespace {
+
+void base_hdr(WireHdr &h, Pkt type, uint16_t vni, uint32_t pid, uint32_t nic) {
+    h = WireHdr{};
+    h.type = static_cast<uint8_t>(type);
+    h.version = kWireVersion;
+    h.vni = vni;
+    h.src_pid = static_cast<uint16_t>(pid);
+    h.src_nic = nic;
+}
+
+}  // namespace
+
+// Queue as many packets of a one-sided operation as the peer accepts; true when done.
+bool Context::pump_rma(TxOp *op) {
+    transport::Link *link = op->link;
+    const size_t room = link->max_packet() - sizeof(WireHdr);
+    const auto *base = static_cast<const uint8_t *>(op->a.buf);
+    WireHdr h;
+    base_hdr(h, Pkt::kRmaWrite, vni_, pid_, domain_.nic().addr);
+    h.cookie = op->cookie;
+    h.tag = op->a.rkey;
+    h.rdzv_addr = op->a.raddr;
+    h.msg_len = op->a.len;
+    size_t *done = &op->sent, end = op->a.len;
+    switch (op->a.kind) {
+        case OpKind::kRead:
+            if (op->hdr_sent) return true;
+            h.type = static_cast<uint8_t>(Pkt::kRmaReadReq);
+            if (!link->send(&h, sizeof(h), nullptr, 0)) return false;
+            op->hdr_sent = true;
+            return true;
+        case OpKind::kReadResp:  // the data of the initiator's read, from our MR
+            h.type = static_cast<uint8_t>(Pkt::kRmaReadResp);
+            h.cookie = op->peer_cookie;
+            done = &op->stream_off;
+            end = op->stream_end;
+            break;
+        default:
+            break;
+    }
+    // A write's buffer is the application's until the target answers, and the answer
+    // comes after every packet was acknowledged (on_done checks stream_token): the
+    // transport may send from it without a copy. Inject data lives in the operation.
+    const bool stable = op->a.kind == OpKind::kWrite && base != op->inline_data;
+    while (!op->hdr_sent || *done < end) {  // a zero-length operation still sends one packet
+        size_t n = std::min(room, end - *done);
+        h.offset = *done;
+        h.payload = static_cast<uint32_t>(n);
+        bool more = *done + n < end;
+        iovec iov{const_cast<uint8_t *>(base + *done), n};
+        bool ok = stable && n ? link->send_stable(&h, sizeof(h), base + *done, n, more)
+                              : link->send(&h, sizeof(h), &iov, n ? 1 : 0, more);
+        if (!ok) return false;
+        if (stable) op->stream_token = link->last_token();
+        op->hdr_sent = true;
+        *done += n;
+    }
+    return true;
+}
+
+// The MR a remote operation names, with a reference held, when the key exists and
+// access and bounds allow [rdzv_addr, rdzv_addr + msg_len); null otherwise.
+Mr *Context::rma_target(const WireHdr &h, uint64_t access) {
+    Mr *mr = domain_.mrs().acquire(h.tag);
+    if (!mr) {
+        SN_DBG(FI_LOG_EP_DATA, "remote access with unknown key 0x%lx\n", h.tag);
+        return nullptr;
+    }
+    bool ok = (mr->access() & access) && h.rdzv_addr <= mr->len() &&
+              h.msg_len <= mr->len() - h.rdzv_addr && (mr->base() || !mr->len());
+    if (!ok) {
+        SN_DBG(FI_LOG_EP_DATA, "remote access outside MR 0x%lx or not allowed\n", h.tag);
+        mr->refs().put();
+        return nullptr;
+    }
+    return mr;
+}
+
+// kDone to the initiator of `req`: its operation is over (kWError: it failed here).
+void Context::send_reply(const WireHdr &req, uint16_t flags) {
+    int err = 0;
+    transport::Link *link = link_for(req.src_nic, req.src_pid, err);
+    WireHdr h;
+    base_hdr(h, Pkt::kDone, vni_, pid_, domain_.nic().addr);
+    h.flags = flags;
+    h.cookie = req.cookie;
+    h.msg_len = req.msg_len;
+    send_ctrl(link, h);
+}
+
+void Context::on_rma_write(const WireHdr &h, const uint8_t *payload) {
+    if (h.offset > h.msg_len || h.payload > h.msg_len - h.offset) {
+        SN_WARN(FI_LOG_EP_DATA, "dropping malformed remote write\n");
+        domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
+        return;
+    }
+    Mr *mr = rma_target(h, FI_REMOTE_WRITE);
+    if (mr) {
+        auto *dst = static_cast<uint8_t *>(const_cast<void *>(mr->base()));
+        if (h.payload) std::memcpy(dst + h.rdzv_addr + h.offset, payload, h.payload);
+        mr->refs().put();
+    }
+    if (h.offset + h.payload == h.msg_len) send_reply(h, mr ? 0 : kWError);  // the last packet
+}
+
+// False when no operation is free to answer with: the transport holds the request.
+bool Context::on_rma_read_req(const WireHdr &h) {
+    int err = 0;
+    if (h.msg_len > kMaxMsgSize || !link_for(h.src_nic, h.src_pid, err)) {
+        SN_WARN(FI_LOG_EP_DATA, "dropping invalid remote read request\n");
+        domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
+        return true;
+    }
+    Mr *mr = rma_target(h, FI_REMOTE_READ);
+    if (!mr) {
+        send_reply(h, kWError);
+        return true;
+    }
+    TxOp *op = alloc_tx();
+    if (!op) {
+        mr->refs().put();
+        return false;
+    }
+    op->a.kind = OpKind::kReadResp;
+    op->a.buf = static_cast<const uint8_t *>(mr->base()) + h.rdzv_addr;
+    op->a.len = h.msg_len;
+    op->link = link_for(h.src_nic, h.src_pid, err);
+    op->peer_cookie = h.cookie;
+    op->pinned = mr;
+    op->stream_end = h.msg_len;
+    op->pending = true;
+    pending_.push_back(op);
+    pending_count_++;
+    if (!holding_more_) pump_pending();
+    work_hint_.store(true, std::memory_order_relaxed);
+    return true;
+}
+
+void Context::on_rma_read_resp(const WireHdr &h, const uint8_t *payload) {
+    TxOp *op = tx_by_cookie(h.cookie);
+    if (!op || op->a.kind != OpKind::kRead || op->done_seen || h.offset > op->a.len ||
+        h.payload > op->a.len - h.offset) {
+        SN_DBG(FI_LOG_EP_DATA, "dropping read data for no read in progress\n");
+        domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
+        return;
+    }
+    auto *dst = static_cast<uint8_t *>(const_cast<void *>(op->a.buf));
+    if (h.payload) std::memcpy(dst + h.offset, payload, h.payload);
+    op->read_got += h.payload;
+    if (op->read_got < op->a.len) return;
+    op->done_seen = true;
+    if (!op->pending && !op->awaiting_ack) complete_tx(op, 0, 0);
+}
+
+}  // namespace softnic::cxi

@@ -1,0 +1,239 @@
+// One-sided RMA (spec §6.2): write/read in every API form and size, offsets into the
+// MR, inject writes, the target-side failures (unknown key, out of bounds, missing
+// access) as FI_EIO error completions at the initiator, argument checks, and a target
+// application that never calls in. Endpoint a (cxi0) is the initiator; the MR lives on
+// endpoint b, on the transport's peer domain.
+#include <rdma/fi_rma.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "fixture.hpp"
+
+using namespace cxit;
+
+namespace {
+
+constexpr uint64_t kRemote = FI_REMOTE_READ | FI_REMOTE_WRITE;
+
+class RmaTest : public TransportTest {
+  protected:
+    EpOptions opts(bool prov_key = true) {
+        EpOptions o;
+        o.caps = FI_MSG | FI_RMA;
+        o.prov_key = prov_key;
+        return o;
+    }
+    // Registers target_ (len bytes, filled with 0xEE) on b for `access`; returns the key.
+    uint64_t expose(Pair &p, size_t len, uint64_t access = kRemote, bool prov_key = true,
+                    uint64_t client_key = 7) {
+        target_.assign(len, 0xEE);
+        fid_domain *d = domain(peer_domain(), opts(prov_key));
+        EXPECT_OK(CXIT_OPEN(
+            mr_, fi_mr_reg(d, target_.data(), len, access, 0, client_key, 0, OUT, nullptr)));
+        EXPECT_OK(fi_mr_bind(mr_.get(), &p.b->ep()->fid, 0));
+        EXPECT_OK(fi_mr_enable(mr_.get()));
+        return fi_mr_key(mr_.get());
+    }
+    Comp write(Pair &p, const std::vector<uint8_t> &src, uint64_t off, uint64_t key) {
+        int ctx = 0;
+        post(
+            [&] {
+                return fi_write(p.a->ep(), src.data(), src.size(), nullptr, p.a2b, off, key, &ctx);
+            },
+            "fi_write");
+        return wait_comp(p.a->tx(), &ctx, "write of " + std::to_string(src.size()));
+    }
+    Comp read(Pair &p, std::vector<uint8_t> &dst, uint64_t off, uint64_t key) {
+        int ctx = 0;
+        post(
+            [&] {
+                return fi_read(p.a->ep(), dst.data(), dst.size(), nullptr, p.a2b, off, key, &ctx);
+            },
+            "fi_read");
+        return wait_comp(p.a->tx(), &ctx, "read of " + std::to_string(dst.size()));
+    }
+    // The operation `op` (posted with context &ctx) fails at the target with FI_EIO.
+    void expect_eio(Pair &p, const std::function<ssize_t(void *)> &op, const char *what) {
+        int ctx = 0;
+        post([&] { return op(&ctx); }, what);
+        ErrComp e = wait_err(p.a->tx(), &ctx, what);
+        EXPECT_EQ(FI_EIO, e.e.err) << what;
+    }
+    // Both sides of the test; the MR (declared after) is closed before the endpoints.
+    Pair &pair(const EpOptions &o) { return p_ = make_pair(o, o); }
+    Pair p_;
+    std::vector<uint8_t> target_;
+    Fid<fid_mr> mr_;
+};
+
+TEST_P(RmaTest, WriteThenReadBackEverySize) {
+    Pair &p = pair(opts());
+    const size_t kMax = (1u << 20) + 3;
+    uint64_t key = expose(p, kMax);
+    for (size_t len :
+         {size_t(0), size_t(1), size_t(64), size_t(4096), size_t(9000), size_t(65536), kMax}) {
+        std::vector<uint8_t> out = pattern(len, uint32_t(len)), in(len, 0);
+        Comp w = write(p, out, 0, key);
+        EXPECT_EQ(FI_RMA | FI_WRITE, w.e.flags);
+        ASSERT_EQ(0, std::memcmp(target_.data(), out.data(), len)) << "write of " << len;
+        Comp r = read(p, in, 0, key);
+        EXPECT_EQ(FI_RMA | FI_READ, r.e.flags);
+        ASSERT_EQ(in, out) << "read of " << len;
+    }
+}
+
+TEST_P(RmaTest, OffsetsAddressIntoTheRegion) {
+    Pair &p = pair(opts());
+    uint64_t key = expose(p, 4096);
+    std::vector<uint8_t> out = pattern(100, 3), in(50);
+    write(p, out, 1000, key);
+    EXPECT_EQ(0xEE, target_[999]);
+    EXPECT_EQ(0, std::memcmp(&target_[1000], out.data(), 100));
+    EXPECT_EQ(0xEE, target_[1100]);
+    read(p, in, 1025, key);
+    EXPECT_EQ(0, std::memcmp(in.data(), out.data() + 25, 50));
+    std::vector<uint8_t> last(1, 0x42);
+    write(p, last, 4095, key);  // the last byte is inside
+    EXPECT_EQ(0x42, target_[4095]);
+}
+
+TEST_P(RmaTest, VectorAndMsgForms) {
+    Pair &p = pair(opts());
+    uint64_t key = expose(p, 1024);
+    std::vector<uint8_t> out = pattern(300, 9), in(300);
+    iovec iov{out.data(), out.size()};
+    int c1 = 0, c2 = 0, c3 = 0;
+    post([&] { return fi_writev(p.a->ep(), &iov, nullptr, 1, p.a2b, 10, key, &c1); }, "writev");
+    wait_comp(p.a->tx(), &c1, "writev");
+    EXPECT_EQ(0, std::memcmp(&target_[10], out.data(), 300));
+    iovec riov{in.data(), in.size()};
+    fi_rma_iov rma{10, 300, key};
+    fi_msg_rma msg{&riov, nullptr, 1, p.a2b, &rma, 1, &c2, 0};
+    post([&] { return fi_readmsg(p.a->ep(), &msg, FI_COMPLETION); }, "readmsg");
+    wait_comp(p.a->tx(), &c2, "readmsg");
+    EXPECT_EQ(in, out);
+    fi_rma_iov rma2{500, 300, key};
+    fi_msg_rma wmsg{&iov, nullptr, 1, p.a2b, &rma2, 1, &c3, 0};
+    post([&] { return fi_writemsg(p.a->ep(), &wmsg, FI_COMPLETION | FI_DELIVERY_COMPLETE); },
+         "writemsg");
+    wait_comp(p.a->tx(), &c3, "writemsg");
+    EXPECT_EQ(0, std::memcmp(&target_[500], out.data(), 300));
+}
+
+// fi_inject_write: no completion entry, the buffer reusable at once, data delivered
+// in order before a later write completes.
+TEST_P(RmaTest, InjectWriteLandsWithoutACompletion) {
+    Pair &p = pair(opts());
+    uint64_t key = expose(p, 512);
+    std::vector<uint8_t> buf = pattern(192, 5), copy = buf, more = pattern(8, 6);
+    post([&] { return fi_inject_write(p.a->ep(), buf.data(), buf.size(), p.a2b, 0, key); },
+         "inject_write");
+    std::fill(buf.begin(), buf.end(), 0);  // the caller's buffer is free again
+    write(p, more, 256, key);
+    EXPECT_EQ(0, std::memcmp(target_.data(), copy.data(), copy.size()));
+    p.a->tx().poll();
+    EXPECT_EQ(0u, p.a->tx().ok_count());  // the write's entry (taken) was the only one
+}
+
+TEST_P(RmaTest, TargetFailuresAreEioAtTheInitiator) {
+    Pair &p = pair(opts());
+    uint64_t key = expose(p, 4096, FI_REMOTE_READ);  // no remote write
+    std::vector<uint8_t> out = pattern(100, 1), in(100);
+    expect_eio(
+        p, [&](void *c) { return fi_write(p.a->ep(), out.data(), 100, nullptr, p.a2b, 0, key, c); },
+        "write without FI_REMOTE_WRITE");
+    expect_eio(
+        p,
+        [&](void *c) { return fi_read(p.a->ep(), in.data(), 100, nullptr, p.a2b, 4000, key, c); },
+        "read past the end");
+    expect_eio(
+        p,
+        [&](void *c) {
+            return fi_read(p.a->ep(), in.data(), 100, nullptr, p.a2b, 0, key ^ 0x1234, c);
+        },
+        "read with an unknown key");
+    EXPECT_EQ(std::vector<uint8_t>(4096, 0xEE), target_);
+    read(p, in, 0, key);  // the endpoint still works
+}
+
+TEST_P(RmaTest, WriteOutOfBoundsAndBadKeyFailIncludingInject) {
+    Pair &p = pair(opts());
+    uint64_t key = expose(p, 4096, FI_REMOTE_WRITE);
+    std::vector<uint8_t> out = pattern(100, 1), in(10);
+    expect_eio(
+        p,
+        [&](void *c) { return fi_write(p.a->ep(), out.data(), 100, nullptr, p.a2b, 4050, key, c); },
+        "write past the end");
+    expect_eio(
+        p, [&](void *c) { return fi_read(p.a->ep(), in.data(), 10, nullptr, p.a2b, 0, key, c); },
+        "read without FI_REMOTE_READ");
+    post([&] { return fi_inject_write(p.a->ep(), out.data(), 8, p.a2b, 0, key + 99); },
+         "inject_write to an unknown key");
+    ErrComp e = wait_err(p.a->tx(), nullptr, "inject_write error entry");
+    EXPECT_EQ(FI_EIO, e.e.err);
+    EXPECT_EQ(std::vector<uint8_t>(4096, 0xEE), target_);
+}
+
+// The hardware serves RMA without the target's help: b's application never polls
+// (only a's CQ is read here, not every CQ as the wait helpers do).
+TEST_P(RmaTest, TargetThatNeverCallsInIsServed) {
+    Pair &p = pair(opts());
+    uint64_t key = expose(p, 65536);
+    std::vector<uint8_t> out = pattern(65536, 11), in(65536);
+    auto served = [&](int *ctx) {
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (std::chrono::steady_clock::now() < deadline) {
+            p.a->tx().poll();
+            if (p.a->tx().take(ctx)) return true;
+        }
+        return false;
+    };
+    int c1 = 0, c2 = 0;
+    ASSERT_OK(fi_write(p.a->ep(), out.data(), out.size(), nullptr, p.a2b, 0, key, &c1));
+    ASSERT_TRUE(served(&c1)) << "write not served by the target's helper";
+    ASSERT_OK(fi_read(p.a->ep(), in.data(), in.size(), nullptr, p.a2b, 0, key, &c2));
+    ASSERT_TRUE(served(&c2)) << "read not served by the target's helper";
+    EXPECT_EQ(in, out);
+}
+
+TEST_P(RmaTest, ArgumentChecks) {
+    Pair &p = pair(opts());
+    uint64_t key = expose(p, 4096);
+    std::vector<uint8_t> buf(512);
+    fid_ep *ep = p.a->ep();
+    EXPECT_RC(-FI_EMSGSIZE, fi_inject_write(ep, buf.data(), 193, p.a2b, 0, key));
+    EXPECT_RC(-FI_EINVAL, fi_write(ep, nullptr, 8, nullptr, p.a2b, 0, key, nullptr));
+    iovec two[2] = {{buf.data(), 8}, {buf.data() + 8, 8}};
+    EXPECT_RC(-FI_EINVAL, fi_readv(ep, two, nullptr, 2, p.a2b, 0, key, nullptr));
+    fi_rma_iov rma[2] = {{0, 8, key}, {8, 8, key}};
+    fi_msg_rma msg{two, nullptr, 1, p.a2b, rma, 2, nullptr, 0};
+    EXPECT_RC(-FI_EINVAL, fi_writemsg(ep, &msg, 0));
+    msg.rma_iov_count = 1;
+    EXPECT_RC(-FI_EBADFLAGS, fi_writemsg(ep, &msg, FI_MULTI_RECV));
+    EXPECT_RC(-FI_EBADFLAGS, fi_readmsg(ep, &msg, FI_INJECT));
+    EXPECT_RC(-FI_ENOSYS, fi_writedata(ep, buf.data(), 8, nullptr, 1, p.a2b, 0, key, nullptr));
+}
+
+TEST_P(RmaTest, ClientKeysAbove32BitsAreRejected) {
+    Pair &p = pair(opts(false));
+    uint64_t key = expose(p, 64, kRemote, false, 0x51);
+    EXPECT_EQ(0x51u, key);
+    std::vector<uint8_t> buf(8, 1);
+    EXPECT_RC(-FI_EKEYREJECTED,
+              fi_write(p.a->ep(), buf.data(), 8, nullptr, p.a2b, 0, 0x100000001ULL, nullptr));
+    write(p, buf, 0, key);
+    EXPECT_EQ(1, target_[7]);
+}
+
+TEST_P(RmaTest, EndpointWithoutRmaCapRefuses) {
+    EpOptions o;
+    o.caps = FI_MSG;
+    Pair &p = pair(o);
+    uint64_t v = 0;
+    EXPECT_RC(-FI_EINVAL, fi_write(p.a->ep(), &v, 8, nullptr, p.a2b, 0, 1, nullptr));
+}
+
+}  // namespace
+
+CXIT_INSTANTIATE_TRANSPORTS(RmaTest);
