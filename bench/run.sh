@@ -7,7 +7,9 @@
 # 1 MiB (bandwidth), and fabtests' fi_rdm_tagged_pingpong / fi_rdm_tagged_bw when they
 # are installed (FABTESTS_BIN, default /opt/fabtests/bin). Each point is the median of
 # REPEAT runs, the providers taking turns. Prints a markdown table with cxi/shm ratios (latency: lower is better,
-# bandwidth: higher is better).
+# bandwidth: higher is better). With fabtests installed, the one-sided rows come from
+# fi_rma_bw (write and read, 64 KiB and 1 MiB). SECTIONS=msg or SECTIONS=rma runs only
+# those rows (default: both).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh >/dev/null  # incremental: measure what is checked out
@@ -15,7 +17,9 @@ export FI_PROVIDER_PATH=$PWD/build/lib
 REPEAT=${REPEAT:-5}
 LAT_ITERS=${LAT_ITERS:-20000}
 BW_ITERS=${BW_ITERS:-2000}
-if [ "${1:-}" = "--quick" ]; then REPEAT=1; LAT_ITERS=2000; BW_ITERS=200; fi
+RMA_ITERS=${RMA_ITERS:-1000}
+SECTIONS=${SECTIONS:-msg,rma}
+if [ "${1:-}" = "--quick" ]; then REPEAT=1; LAT_ITERS=2000; BW_ITERS=200; RMA_ITERS=100; fi
 FABTESTS_BIN=${FABTESTS_BIN:-/opt/fabtests/bin}
 port=48100
 
@@ -58,11 +62,21 @@ row() {
 
 echo "| measurement | cxi | shm | cxi/shm |"
 echo "|---|---|---|---|"
+if [[ $SECTIONS == *msg* ]]; then
 row "fi_pingpong 8 B latency (usec/xfer)" 7 "lower is better" \
     fi_pingpong -e rdm -S 8 -I "$LAT_ITERS"
 row "fi_pingpong 1 MiB bandwidth (MB/s)" 6 "higher is better" \
     fi_pingpong -e rdm -S 1048576 -I "$BW_ITERS"
-if [ -x "$FABTESTS_BIN/fi_rdm_tagged_pingpong" ]; then
+fi
+if [[ $SECTIONS == *rma* ]] && [ -x "$FABTESTS_BIN/fi_rma_bw" ]; then
+    for op in write read; do
+        for size in 65536 1048576; do
+            FT=1 row "fi_rma_bw $op $((size / 1024)) KiB (MB/s)" 5 "higher is better" \
+                "$FABTESTS_BIN/fi_rma_bw" -e rdm -o "$op" -S "$size" -I "$RMA_ITERS"
+        done
+    done
+fi
+if [[ $SECTIONS == *msg* ]] && [ -x "$FABTESTS_BIN/fi_rdm_tagged_pingpong" ]; then
     # fabtests print: bytes iters total time MB/sec usec/xfer Mxfers/sec
     FT=1 row "fi_rdm_tagged_pingpong 8 B latency (usec/xfer)" 6 "lower is better" \
         "$FABTESTS_BIN/fi_rdm_tagged_pingpong" -S 8 -I "$LAT_ITERS"
