@@ -1,5 +1,7 @@
 #include "common/mr.hpp"
 
+#include "common/cntr.hpp"
+
 namespace softnic {
 namespace {
 
@@ -145,6 +147,10 @@ int Mr::bind(struct fid *bfid, uint64_t flags) {
         default:
             SN_REJECT(-FI_EINVAL, FI_LOG_MR, "cannot bind class %zu\n", bfid->fclass);
     }
+}
+
+Cntr *Mr::event_cntr() const {
+    return bound_cntr_ ? owner_of_fid<Cntr, fid_cntr>(bound_cntr_) : nullptr;
 }
 
 int Mr::enable() {

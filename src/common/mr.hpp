@@ -67,6 +67,8 @@ class Mr {
     bool keyed() const { return keyed_; }
     void unkey() { keyed_ = false; }
     uint64_t key() const { return handle_.fid.key; }
+    // The counter bound with FI_REMOTE_WRITE: counts remote operations on this MR.
+    class Cntr *event_cntr() const;
 
     int bind(struct fid *bfid, uint64_t flags);
     int enable();

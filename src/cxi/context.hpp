@@ -66,8 +66,9 @@ struct RecvArgs {
 struct CompletionBind {
     Cq *cq = nullptr;
     bool selective = false;
-    Cntr *cntr = nullptr;                              // FI_SEND / FI_RECV
-    Cntr *write_cntr = nullptr, *read_cntr = nullptr;  // FI_WRITE / FI_READ (transmit side)
+    Cntr *cntr = nullptr;  // FI_SEND / FI_RECV
+    // Transmit side: FI_WRITE / FI_READ; receive side: FI_REMOTE_WRITE / FI_REMOTE_READ.
+    Cntr *write_cntr = nullptr, *read_cntr = nullptr;
     std::array<Cntr *, 3> cntrs() const { return {cntr, write_cntr, read_cntr}; }
 };
 
@@ -167,6 +168,7 @@ class Context : public ProgressSource,
     bool on_rma_read_req(const WireHdr &h);
     void on_rma_read_resp(const WireHdr &h, const uint8_t *payload);
     void send_reply(const WireHdr &req, uint16_t flags);
+    void count_remote(Mr *mr, bool write);
     bool pump_rma(TxOp *op);
     // Transmit path (tx.cpp).
     transport::Link *route(fi_addr_t dest, int &err);

@@ -66,10 +66,13 @@ int Endpoint::bind_cntr(EpView &v, Cntr *cntr, uint64_t flags) {
     CompletionBind &t = v.ctx->tx_bind(), &r = v.ctx->rx_bind();
     bool tx_side = v.side & kTx;
     // The events asked for, each with the slot its counter goes into.
-    std::pair<bool, Cntr **> slots[] = {{(flags & FI_SEND) && tx_side, &t.cntr},
-                                        {(flags & FI_RECV) && (v.side & kRx), &r.cntr},
-                                        {(flags & FI_WRITE) && tx_side, &t.write_cntr},
-                                        {(flags & FI_READ) && tx_side, &t.read_cntr}};
+    std::pair<bool, Cntr **> slots[] = {
+        {(flags & FI_SEND) && tx_side, &t.cntr},
+        {(flags & FI_RECV) && (v.side & kRx), &r.cntr},
+        {(flags & FI_WRITE) && tx_side, &t.write_cntr},
+        {(flags & FI_READ) && tx_side, &t.read_cntr},
+        {(flags & FI_REMOTE_WRITE) && (v.side & kRx), &r.write_cntr},
+        {(flags & FI_REMOTE_READ) && (v.side & kRx), &r.read_cntr}};
     for (auto &[wanted, slot] : slots)
         if (wanted && *slot)
             SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "a counter is already bound for that event\n");

@@ -122,7 +122,8 @@ void trim_caps(fi_info &i, const fi_info *hints) {
     } else {
         uint64_t primary = hints->caps & kPrimaryCaps;
         if (!primary) primary = kPrimaryCaps;
-        uint64_t secondary = kSecondaryCaps & ~(FI_SOURCE | FI_SOURCE_ERR | FI_FENCE);
+        uint64_t secondary =
+            kSecondaryCaps & ~(FI_SOURCE | FI_SOURCE_ERR | FI_FENCE | FI_RMA_EVENT);
         keep = primary | secondary | (hints->caps & kSecondaryCaps);
     }
     uint64_t dirs = with_directions(keep);

@@ -103,6 +103,14 @@ void Context::send_reply(const WireHdr &req, uint16_t flags) {
     send_ctrl(link, h);
 }
 
+// FI_RMA_EVENT: a remote operation that succeeded here counts on the endpoint's
+// FI_REMOTE_WRITE / FI_REMOTE_READ counter and, for writes, on the MR's counter.
+void Context::count_remote(Mr *mr, bool write) {
+    if (!(caps_ & FI_RMA_EVENT)) return;
+    if (Cntr *c = write ? rx_.write_cntr : rx_.read_cntr) c->inc();
+    if (Cntr *c = write ? mr->event_cntr() : nullptr) c->inc();
+}
+
 void Context::on_rma_write(const WireHdr &h, const uint8_t *payload) {
     if (h.offset > h.msg_len || h.payload > h.msg_len - h.offset) {
         SN_WARN(FI_LOG_EP_DATA, "dropping malformed remote write\n");
@@ -110,12 +118,14 @@ void Context::on_rma_write(const WireHdr &h, const uint8_t *payload) {
         return;
     }
     Mr *mr = rma_target(h, FI_REMOTE_WRITE);
+    bool last = h.offset + h.payload == h.msg_len;
     if (mr) {
         auto *dst = static_cast<uint8_t *>(const_cast<void *>(mr->base()));
         if (h.payload) std::memcpy(dst + h.rdzv_addr + h.offset, payload, h.payload);
+        if (last) count_remote(mr, true);
         mr->refs().put();
     }
-    if (h.offset + h.payload == h.msg_len) send_reply(h, mr ? 0 : kWError);  // the last packet
+    if (last) send_reply(h, mr ? 0 : kWError);
 }
 
 // False when no operation is free to answer with: the transport holds the request.
@@ -136,6 +146,7 @@ bool Context::on_rma_read_req(const WireHdr &h) {
         mr->refs().put();
         return false;
     }
+    count_remote(mr, false);
     op->a.kind = OpKind::kReadResp;
     op->a.buf = static_cast<const uint8_t *>(mr->base()) + h.rdzv_addr;
     op->a.len = h.msg_len;

@@ -197,6 +197,44 @@ TEST_P(RmaTest, TargetThatNeverCallsInIsServed) {
     EXPECT_EQ(in, out);
 }
 
+// FI_RMA_EVENT: the target's FI_REMOTE_WRITE / FI_REMOTE_READ counters and the MR's
+// counter count successful remote operations; failed ones count nowhere.
+TEST_P(RmaTest, RemoteCountersCountRemoteOperations) {
+    EpOptions o = opts();
+    o.caps |= FI_RMA_EVENT;
+    Pair &p = pair(o);
+    fid_domain *d = domain(peer_domain(), o);
+    fi_cntr_attr attr{};
+    attr.events = FI_CNTR_EVENTS_COMP;
+    Fid<fid_cntr> rw, rr, mrc;
+    ASSERT_OK(CXIT_OPEN(rw, fi_cntr_open(d, &attr, OUT, nullptr)));
+    ASSERT_OK(CXIT_OPEN(rr, fi_cntr_open(d, &attr, OUT, nullptr)));
+    ASSERT_OK(CXIT_OPEN(mrc, fi_cntr_open(d, &attr, OUT, nullptr)));
+    ASSERT_OK(fi_ep_bind(p.b->ep(), &rw->fid, FI_REMOTE_WRITE));
+    ASSERT_OK(fi_ep_bind(p.b->ep(), &rr->fid, FI_REMOTE_READ));
+    target_.assign(256, 0);
+    ASSERT_OK(CXIT_OPEN(mr_, fi_mr_reg(d, target_.data(), target_.size(), kRemote, 0, 0,
+                                       FI_RMA_EVENT, OUT, nullptr)));
+    ASSERT_OK(fi_mr_bind(mr_.get(), &p.b->ep()->fid, 0));
+    ASSERT_OK(fi_mr_bind(mr_.get(), &mrc->fid, FI_REMOTE_WRITE));
+    ASSERT_OK(fi_mr_enable(mr_.get()));
+    uint64_t key = fi_mr_key(mr_.get());
+    std::vector<uint8_t> out = pattern(64, 2), in(64);
+    write(p, out, 0, key);
+    write(p, out, 64, key);
+    read(p, in, 0, key);
+    expect_eio(
+        p,
+        [&](void *c) { return fi_write(p.a->ep(), out.data(), 64, nullptr, p.a2b, 250, key, c); },
+        "write past the end");
+    wait_until([&] { return fi_cntr_read(rw.get()) == 2 && fi_cntr_read(rr.get()) == 1; },
+               "remote counters");
+    EXPECT_EQ(2u, fi_cntr_read(mrc.get()));
+    EXPECT_EQ(2u, fi_cntr_read(rw.get()));  // the failed write did not count
+    mr_.reset();  // the MR and the endpoint go before the counters bound to them
+    p_ = Pair{};
+}
+
 TEST_P(RmaTest, ArgumentChecks) {
     Pair &p = pair(opts());
     uint64_t key = expose(p, 4096);
