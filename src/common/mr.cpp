@@ -70,12 +70,6 @@ bool MrTable::retire(Mr *mr, uint64_t key) {
     return true;
 }
 
-Mr *MrTable::find(uint64_t key) {
-    std::lock_guard<std::mutex> g(lock_);
-    auto it = keys_.find(key);
-    return it == keys_.end() ? nullptr : it->second;
-}
-
 int Mr::create(MrTable &table, fid_domain *domain, const fi_mr_attr &attr, uint64_t flags,
                Mr **out) {
     (void)domain;
@@ -115,6 +109,7 @@ Mr::Mr(MrTable &table, const fi_mr_attr &attr, uint64_t flags)
 Mr::~Mr() {
     if (keyed_) table_.release(handle_.fid.key);
     if (ep_refs_) ep_refs_->put();
+    if (Cntr *c = event_cntr()) c->refs().put();
 }
 
 int Mr::publish() {
@@ -142,7 +137,9 @@ int Mr::bind(struct fid *bfid, uint64_t flags) {
             if (!(flags & FI_REMOTE_WRITE))
                 SN_REJECT(-FI_EINVAL, FI_LOG_MR, "counter bind needs FI_REMOTE_WRITE\n");
             if (enabled_) SN_REJECT(-FI_EINVAL, FI_LOG_MR, "bind counters before enable\n");
+            if (Cntr *old = event_cntr()) old->refs().put();
             bound_cntr_ = bfid;
+            event_cntr()->refs().get();  // remote writes count on it: it must outlive the MR
             return 0;
         default:
             SN_REJECT(-FI_EINVAL, FI_LOG_MR, "cannot bind class %zu\n", bfid->fclass);

@@ -26,7 +26,6 @@ class MrTable {
     // Claim a key for `mr`: the requested client key or a fresh provider key.
     int assign(Mr *mr, uint64_t requested, uint64_t &key);
     void release(uint64_t key);
-    Mr *find(uint64_t key);
     // The MR of `key` with a reference held (put it back with mr->refs().put()), so that
     // a concurrent fi_close cannot free it under a remote access; null if none.
     Mr *acquire(uint64_t key);

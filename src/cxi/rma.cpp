@@ -108,7 +108,8 @@ void Context::send_reply(const WireHdr &req, uint16_t flags) {
 void Context::count_remote(Mr *mr, bool write) {
     if (!(caps_ & FI_RMA_EVENT)) return;
     if (Cntr *c = write ? rx_.write_cntr : rx_.read_cntr) c->inc();
-    if (Cntr *c = write ? mr->event_cntr() : nullptr) c->inc();
+    if (!write) return;
+    if (Cntr *c = mr->event_cntr()) c->inc();
 }
 
 void Context::on_rma_write(const WireHdr &h, const uint8_t *payload) {
@@ -131,7 +132,9 @@ void Context::on_rma_write(const WireHdr &h, const uint8_t *payload) {
 // False when no operation is free to answer with: the transport holds the request.
 bool Context::on_rma_read_req(const WireHdr &h) {
     int err = 0;
-    if (h.msg_len > kMaxMsgSize || !link_for(h.src_nic, h.src_pid, err)) {
+    transport::Link *link =
+        h.msg_len <= kMaxMsgSize ? link_for(h.src_nic, h.src_pid, err) : nullptr;
+    if (!link) {
         SN_WARN(FI_LOG_EP_DATA, "dropping invalid remote read request\n");
         domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
         return true;
@@ -150,7 +153,7 @@ bool Context::on_rma_read_req(const WireHdr &h) {
     op->a.kind = OpKind::kReadResp;
     op->a.buf = static_cast<const uint8_t *>(mr->base()) + h.rdzv_addr;
     op->a.len = h.msg_len;
-    op->link = link_for(h.src_nic, h.src_pid, err);
+    op->link = link;
     op->peer_cookie = h.cookie;
     op->pinned = mr;
     op->stream_end = h.msg_len;

@@ -247,17 +247,18 @@ size_t UdpSocket::receive(RecvBatch &b, std::vector<sockaddr_in> &refused) {
         refused.insert(refused.end(), refused_.begin(), refused_.end());
         refused_.clear();
     }
-    for (auto &m : b.msgs_) {
-        m.msg_hdr.msg_namelen = sizeof(sockaddr_in);
-        if (b.coalesced_) m.msg_hdr.msg_controllen = RecvBatch::kCtrl;
-    }
     // Asking for a whole batch costs a ping-pong half a microsecond (the kernel tries
-    // for a second datagram): ask for one until datagrams come more than one at a time.
-    unsigned want = b.last_received_ > 1 ? unsigned(b.msgs_.size()) : 1;
+    // for a second datagram): ask for one while the socket is found empty, for a batch
+    // right after something arrived.
+    unsigned want = b.batch_next_ ? unsigned(b.msgs_.size()) : 1;
+    for (unsigned i = 0; i < want; i++) {
+        b.msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
+        if (b.coalesced_) b.msgs_[i].msg_hdr.msg_controllen = RecvBatch::kCtrl;
+    }
     for (;;) {
         int r = recvmmsg(fd_, b.msgs_.data(), want, MSG_DONTWAIT, nullptr);
         if (r >= 0) {
-            b.last_received_ = size_t(r) == want && want == 1 ? 2 : size_t(r);
+            b.batch_next_ = r > 0;
             b.split(size_t(r));
             return b.count();
         }
@@ -267,7 +268,7 @@ size_t UdpSocket::receive(RecvBatch &b, std::vector<sockaddr_in> &refused) {
             continue;
         }
         b.dgrams_.clear();
-        b.last_received_ = 0;
+        b.batch_next_ = false;
         return 0;  // EAGAIN: nothing waiting
     }
 }

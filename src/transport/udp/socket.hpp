@@ -45,7 +45,7 @@ struct RecvBatch {
 
     static constexpr size_t kCtrl = 64;  // room for one UDP_GRO cmsg
     bool coalesced_;
-    size_t last_received_ = 0;  // buffers the last receive filled
+    bool batch_next_ = false;  // the last receive found something: ask for a batch
     size_t stride_;
     std::unique_ptr<uint8_t[]> storage_;  // not zeroed: untouched pages stay unmapped
     std::vector<mmsghdr> msgs_;
