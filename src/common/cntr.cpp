@@ -84,24 +84,28 @@ uint64_t Cntr::readerr() {
 int Cntr::add(uint64_t v) {
     if (v > kSuccessMax) SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "value exceeds 48 bits\n");
     value_.fetch_add(v);
+    notify();
     return 0;
 }
 
 int Cntr::adderr(uint64_t v) {
     if (v > kErrorMax) SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "error value exceeds 127\n");
     err_.fetch_add(v);
+    notify();
     return 0;
 }
 
 int Cntr::set(uint64_t v) {
     if (v > kSuccessMax) SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "value exceeds 48 bits\n");
     value_.store(v);
+    notify();
     return 0;
 }
 
 int Cntr::seterr(uint64_t v) {
     if (v > kErrorMax) SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "error value exceeds 127\n");
     err_.store(v);
+    notify();
     return 0;
 }
 

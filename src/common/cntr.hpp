@@ -27,8 +27,14 @@ class Cntr {
     bool counts_bytes() const { return events_ == 1; }
 
     // Completion side (called by endpoints).
-    void inc(uint64_t n = 1) { value_.fetch_add(n, std::memory_order_release); }
-    void inc_err() { err_.fetch_add(1, std::memory_order_release); }
+    void inc(uint64_t n = 1) {
+        value_.fetch_add(n, std::memory_order_release);
+        notify();
+    }
+    void inc_err() {
+        err_.fetch_add(1, std::memory_order_release);
+        notify();
+    }
 
     uint64_t read();
     uint64_t readerr();
@@ -39,6 +45,13 @@ class Cntr {
     int wait(uint64_t threshold, int timeout_ms);
 
   protected:
+    // Subclasses that watch the values (writeback words, triggered operations) set
+    // watched_ and are told of every change; the others pay one relaxed load.
+    virtual void changed() {}
+    void notify() {
+        if (watched_.load(std::memory_order_relaxed)) changed();
+    }
+    std::atomic<bool> watched_{false};
     Handle<fid_cntr, Cntr> handle_;
     int events_;
     fi_wait_obj wait_obj_;

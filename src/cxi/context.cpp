@@ -106,8 +106,9 @@ void Context::progress_locked() {
     // Without the offload helper nobody watches a quiet socket: look now and then.
     if (udp_ && (udp_->wants_poll() || (!env().offload && (progress_calls_ & 63) == 0))) poll_udp();
     while (!ctrl_backlog_.empty()) {
-        auto &[link, h] = ctrl_backlog_.front();
-        if (!link->send(&h, sizeof(h), nullptr, 0)) break;
+        CtrlPkt &c = ctrl_backlog_.front();
+        iovec iov{c.data, c.h.payload};
+        if (!c.link->send(&c.h, sizeof(c.h), &iov, c.h.payload ? 1 : 0)) break;
         ctrl_backlog_.pop_front();
     }
     if (!pending_.empty() && !holding_more_) pump_pending();
@@ -160,6 +161,12 @@ bool Context::deliver(const uint8_t *pkt, size_t len) {
             return on_rma_read_req(h);  // false: no room to answer yet, hold it
         case Pkt::kRmaReadResp:
             on_rma_read_resp(h, payload);
+            return true;
+        case Pkt::kAtomic:
+            on_atomic(h, payload);
+            return true;
+        case Pkt::kAtomicResp:
+            on_atomic_resp(h, payload);
             return true;
     }
     SN_WARN(FI_LOG_EP_DATA, "dropping packet of unknown type %u\n", h.type);

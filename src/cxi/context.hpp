@@ -32,10 +32,12 @@ class Domain;
 
 // What a transmit operation is: its packets and its completion differ.
 enum class OpKind : uint8_t {
-    kSend,      // fi_send & co, fi_tsend & co
-    kWrite,     // fi_write & co
-    kRead,      // fi_read & co
-    kReadResp,  // target side: data an initiator's read asked for (no completion)
+    kSend,         // fi_send & co, fi_tsend & co
+    kWrite,        // fi_write & co
+    kRead,         // fi_read & co
+    kReadResp,     // target side: data an initiator's read asked for (no completion)
+    kAtomic,       // fi_atomic & co
+    kFetchAtomic,  // fi_fetch_atomic & co, fi_compare_atomic & co
 };
 
 struct SendArgs {
@@ -49,8 +51,16 @@ struct SendArgs {
     bool tagged;
     bool inject_call = false;  // fi_inject & co: never a completion entry
     OpKind kind = OpKind::kSend;
-    uint64_t rkey = 0, raddr = 0;  // one-sided: the target MR's key and offset in it
+    uint64_t rkey = 0, raddr = 0;   // one-sided: the target MR's key and offset in it
+    const void *compare = nullptr;  // atomics: the comparand (or mask), one element
+    void *result = nullptr;         // fetching atomics: where the previous value goes
+    uint8_t amo_op = 0, amo_dt = 0;
+    bool restricted = false;  // one-sided: the hardware's restricted (light-weight) path
 };
+
+inline bool is_amo(OpKind k) {
+    return k == OpKind::kAtomic || k == OpKind::kFetchAtomic;
+}
 
 struct RecvArgs {
     void *buf;
@@ -159,7 +169,7 @@ class Context : public ProgressSource,
     void start_pull(RxMsg *m);
     void on_get_req(const WireHdr &h);
     void send_done(RxMsg *m, uint16_t flags);
-    void send_ctrl(transport::Link *link, const WireHdr &h);
+    void send_ctrl(transport::Link *link, const WireHdr &h, const void *data = nullptr);
     void take_unexpected(RxMsg *m, RecvOp *op);
     void fail_msg(RxMsg *m, int err);
     // One-sided operations, target and initiator sides (rma.cpp).
@@ -169,7 +179,14 @@ class Context : public ProgressSource,
     void on_rma_read_resp(const WireHdr &h, const uint8_t *payload);
     void send_reply(const WireHdr &req, uint16_t flags);
     void count_remote(Mr *mr, bool write);
+    void count_write(const WireHdr &h, bool ok);
+    void report_write(const WireHdr &h, Mr *mr);
     bool pump_rma(TxOp *op);
+    // Atomics (amo.cpp).
+    void stage_amo(TxOp *op);
+    bool pump_amo(TxOp *op);
+    void on_atomic(const WireHdr &h, const uint8_t *payload);
+    void on_atomic_resp(const WireHdr &h, const uint8_t *payload);
     // Transmit path (tx.cpp).
     transport::Link *route(fi_addr_t dest, int &err);
     bool try_fast_send(const SendArgs &a, transport::Link *link, int &err);
@@ -233,8 +250,13 @@ class Context : public ProgressSource,
         fi_addr_t addr = FI_ADDR_NOTAVAIL;
     };
     SrcCacheEntry src_cache_[64];
-    static constexpr uint64_t kPulledKey = 1ULL << 63;                // src bit marking pulled data
-    std::deque<std::pair<transport::Link *, WireHdr>> ctrl_backlog_;  // kDone/kGetReq to retry
+    static constexpr uint64_t kPulledKey = 1ULL << 63;  // src bit marking pulled data
+    struct CtrlPkt {                                    // kDone/kGetReq/kAtomicResp to retry
+        transport::Link *link;
+        WireHdr h;
+        uint8_t data[16];  // h.payload bytes: an atomic's previous value
+    };
+    std::deque<CtrlPkt> ctrl_backlog_;
 
     RecvOp *alloc_recv() { return recvs_.take(); }
     void release_recv(RecvOp *op) { recvs_.give(op); }

@@ -7,6 +7,7 @@
 #include "common/cntr.hpp"
 #include "common/cq.hpp"
 #include "cxi/addr.hpp"
+#include "cxi/amo.hpp"
 #include "cxi/dom_ext.hpp"
 #include "cxi/endpoint.hpp"
 #include "cxi/env.hpp"
@@ -97,8 +98,8 @@ int stx_ctx(fid_domain *, fi_tx_attr *, fid_stx **, void *) {
 int srx_ctx(fid_domain *, fi_rx_attr *, fid_ep **, void *) {
     SN_REJECT(-FI_ENOSYS, FI_LOG_DOMAIN, "shared RX contexts are not supported\n");
 }
-int query_atomic(fid_domain *, fi_datatype, fi_op, fi_atomic_attr *, uint64_t) {
-    SN_REJECT(-FI_ENOSYS, FI_LOG_DOMAIN, "atomics are not built yet\n");
+int query_atomic(fid_domain *, fi_datatype dt, fi_op op, fi_atomic_attr *attr, uint64_t flags) {
+    return amo_query(dt, op, attr, flags);
 }
 int query_collective(fid_domain *, fi_collective_op, fi_collective_attr *, uint64_t) {
     SN_REJECT(-FI_ENOSYS, FI_LOG_DOMAIN, "collectives are not supported\n");
@@ -239,6 +240,10 @@ void Domain::drop_link(transport::Link *link) {
             links_.erase(it);
             return;
         }
+}
+
+bool Domain::writedata() const {
+    return env().enable_writedata && mrs_.prov_keys() && info_->domain_attr->cq_data_size > 0;
 }
 
 int domain_open(fid_fabric *fabric, fi_info *info, fid_domain **domain, void *context) {

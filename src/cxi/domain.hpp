@@ -46,6 +46,8 @@ class Domain {
     uint16_t vni() const { return vni_; }
     const fi_info &info() const { return *info_; }
     MrTable &mrs() { return mrs_; }
+    // fi_writedata needs FI_CXI_ENABLE_WRITEDATA, provider keys and CQ data.
+    bool writedata() const;
     RefCount &refs() { return refs_; }
     int bind_eq(struct fid *eq);
 

@@ -109,7 +109,7 @@ void install_data_ops(EpView &v, bool enabled) {
     v.h.fid.msg = enabled ? &msg_ops : &msg_disabled_ops;
     v.h.fid.tagged = enabled ? &tagged_ops : &tagged_disabled_ops;
     v.h.fid.rma = enabled ? &rma_ops : &rma_disabled_ops;
-    v.h.fid.atomic = &atomic_disabled_ops;
+    v.h.fid.atomic = enabled ? &atomic_ops : &atomic_disabled_ops;
 }
 
 void init_view(EpView &v, Endpoint *ep, Context *ctx, unsigned side, void *context, size_t fclass) {
@@ -233,6 +233,10 @@ int scalable_ep_open(fid_domain *domain, fi_info *info, fid_ep **sep, void *cont
 Context *context_of(fid_ep *ep) {
     if (!ep || (ep->fid.fclass != FI_CLASS_EP && ep->fid.fclass != FI_CLASS_RX_CTX)) return nullptr;
     return view_of(ep)->ctx;
+}
+
+bool Endpoint::remote_events() const {
+    return (caps_ & FI_RMA_EVENT) || domain_.options().mr_match_events;
 }
 
 }  // namespace softnic::cxi

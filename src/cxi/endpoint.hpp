@@ -43,6 +43,9 @@ class Endpoint {
     uint64_t caps() const { return caps_; }
     bool scalable() const { return scalable_; }
     bool enabled() const { return enabled_; }
+    // Whether the targets of our one-sided operations generate events (FI_RMA_EVENT or
+    // MR match events): such operations never take the restricted path.
+    bool remote_events() const;
 
     int bind(EpView &v, struct fid *bfid, uint64_t flags);
     int enable(EpView &v);
@@ -89,5 +92,6 @@ extern fi_ops_tagged tagged_disabled_ops;
 extern fi_ops_rma rma_disabled_ops;
 extern fi_ops_rma rma_ops;  // rma_ops.cpp
 extern fi_ops_atomic atomic_disabled_ops;
+extern fi_ops_atomic atomic_ops;  // atomic_ops.cpp
 
 }  // namespace softnic::cxi

@@ -33,6 +33,8 @@ const ParamDef kParams[] = {
     {ParamDef::kSize, "oflow_buf_size", "Overflow (unexpected message) buffer size."},
     {ParamDef::kSize, "oflow_buf_count", "Overflow buffer count."},
     {ParamDef::kBool, "optimized_mrs", "Enable optimized memory regions (keys 0-99)."},
+    {ParamDef::kBool, "enable_writedata",
+     "Enable fi_writedata (needs FI_MR_PROV_KEY and a CQ data size)."},
     {ParamDef::kStr, "llring_mode", "Low-latency command ring policy: idle, always, never."},
     {ParamDef::kStr, "cq_policy", "Command queue write-back policy (no effect in software)."},
     {ParamDef::kSize, "default_vni", "Default VNI value (masked to 16 bits)."},
@@ -109,6 +111,7 @@ void read_all(const fi_provider *p, Env &e) {
     get_size(p, "oflow_buf_size", e.oflow_buf_size);
     get_size(p, "oflow_buf_count", e.oflow_buf_count);
     get_bool(p, "optimized_mrs", e.optimized_mrs);
+    get_bool(p, "enable_writedata", e.enable_writedata);
     get_str(p, "llring_mode", e.llring_mode);
     get_str(p, "cq_policy", e.cq_policy);
     get_size(p, "default_vni", e.default_vni);

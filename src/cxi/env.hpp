@@ -28,6 +28,7 @@ struct Env {
     int fc_retry_usec_delay = 1000;
     // Accepted for compatibility; documented as having no effect in software.
     bool odp = false, ats = false, optimized_mrs = true;
+    bool enable_writedata = false;
     std::string ats_mlock_mode = "all", llring_mode = "idle", cq_policy = "low_empty";
     size_t eq_ack_batch_size = 32;
     // Resources.

@@ -144,6 +144,7 @@ int Endpoint::enable(EpView &v) {
         target->h.fid.msg = &msg_ops;
         target->h.fid.tagged = &tagged_ops;
         target->h.fid.rma = &rma_ops;
+        target->h.fid.atomic = &atomic_ops;
     }
     return 0;
 }

@@ -2,6 +2,8 @@
 // sender's memory when the transport can, or by asking the sender to stream it.
 #include <rdma/fi_cxi_ext.h>
 
+#include <cstring>
+
 #include "common/log.hpp"
 #include "cxi/context.hpp"
 #include "cxi/domain.hpp"
@@ -10,10 +12,13 @@ namespace softnic::cxi {
 
 constexpr size_t kRealignMin = 64 * 1024;
 
-void Context::send_ctrl(transport::Link *link, const WireHdr &h) {
+// A control packet, with at most 16 payload bytes (`data`).
+void Context::send_ctrl(transport::Link *link, const WireHdr &h, const void *data) {
     if (!link) return;
-    if (!ctrl_backlog_.empty() || !link->send(&h, sizeof(h), nullptr, 0))
-        ctrl_backlog_.emplace_back(link, h);  // retried by progress; never dropped
+    iovec iov{const_cast<void *>(data), h.payload};
+    if (ctrl_backlog_.empty() && link->send(&h, sizeof(h), &iov, h.payload ? 1 : 0)) return;
+    CtrlPkt &c = ctrl_backlog_.emplace_back(CtrlPkt{link, h, {}});  // retried by progress
+    if (h.payload) std::memcpy(c.data, data, std::min<size_t>(h.payload, sizeof(c.data)));
 }
 
 void Context::send_done(RxMsg *m, uint16_t flags) {

@@ -12,30 +12,21 @@
 
 namespace softnic::cxi {
 
-namespace {
-
-void base_hdr(WireHdr &h, Pkt type, uint16_t vni, uint32_t pid, uint32_t nic) {
-    h = WireHdr{};
-    h.type = static_cast<uint8_t>(type);
-    h.version = kWireVersion;
-    h.vni = vni;
-    h.src_pid = static_cast<uint16_t>(pid);
-    h.src_nic = nic;
-}
-
-}  // namespace
-
 // Queue as many packets of a one-sided operation as the peer accepts; true when done.
 bool Context::pump_rma(TxOp *op) {
     transport::Link *link = op->link;
     const size_t room = link->max_packet() - sizeof(WireHdr);
     const auto *base = static_cast<const uint8_t *>(op->a.buf);
-    WireHdr h;
-    base_hdr(h, Pkt::kRmaWrite, vni_, pid_, domain_.nic().addr);
+    WireHdr h = wire_hdr(Pkt::kRmaWrite, vni_, pid_, domain_.nic().addr);
     h.cookie = op->cookie;
     h.tag = op->a.rkey;
     h.rdzv_addr = op->a.raddr;
     h.msg_len = op->a.len;
+    h.flags = op->a.restricted ? kWRestricted : 0;
+    if (op->a.flags & FI_REMOTE_CQ_DATA) {
+        h.flags |= kWCqData;
+        h.cq_data = op->a.data;
+    }
     size_t *done = &op->sent, end = op->a.len;
     switch (op->a.kind) {
         case OpKind::kRead:
@@ -81,7 +72,7 @@ Mr *Context::rma_target(const WireHdr &h, uint64_t access) {
         SN_DBG(FI_LOG_EP_DATA, "remote access with unknown key 0x%lx\n", h.tag);
         return nullptr;
     }
-    bool ok = (mr->access() & access) && h.rdzv_addr <= mr->len() &&
+    bool ok = (mr->access() & access) == access && h.rdzv_addr <= mr->len() &&
               h.msg_len <= mr->len() - h.rdzv_addr && (mr->base() || !mr->len());
     if (!ok) {
         SN_DBG(FI_LOG_EP_DATA, "remote access outside MR 0x%lx or not allowed\n", h.tag);
@@ -95,8 +86,7 @@ Mr *Context::rma_target(const WireHdr &h, uint64_t access) {
 void Context::send_reply(const WireHdr &req, uint16_t flags) {
     int err = 0;
     transport::Link *link = link_for(req.src_nic, req.src_pid, err);
-    WireHdr h;
-    base_hdr(h, Pkt::kDone, vni_, pid_, domain_.nic().addr);
+    WireHdr h = wire_hdr(Pkt::kDone, vni_, pid_, domain_.nic().addr);
     h.flags = flags;
     h.cookie = req.cookie;
     h.msg_len = req.msg_len;
@@ -112,6 +102,28 @@ void Context::count_remote(Mr *mr, bool write) {
     if (Cntr *c = mr->event_cntr()) c->inc();
 }
 
+// The emulated NIC's telemetry for a remote write (spec §6.5): restricted writes hit
+// the optimized-MR cache; the others are ordinary list-entry operations.
+void Context::count_write(const WireHdr &h, bool ok) {
+    if (h.flags & kWRestricted) {
+        domain_.count(C_CNTR_IXE_RX_PTL_RESTRICTED_PKT);
+        domain_.count(C_CNTR_LPE_PLEC_HITS);
+    } else {
+        domain_.count(C_CNTR_IXE_RX_PTL_UNRESTRICTED_PKT);
+    }
+    if (ok) domain_.count(C_CNTR_LPE_SUCCESS_CNTR);
+}
+
+// fi_writedata: the target's receive CQ reports the write, with the MR's context.
+void Context::report_write(const WireHdr &h, Mr *mr) {
+    if (!rx_.cq) return;
+    bool known = false;
+    fi_addr_t src = source_of(addr_key(h.src_nic, h.src_pid), known);
+    auto *buf = static_cast<uint8_t *>(const_cast<void *>(mr->base())) + h.rdzv_addr;
+    rx_.cq->push(Completion{mr->fid()->fid.context, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
+                            h.msg_len, buf, h.cq_data, 0, src});
+}
+
 void Context::on_rma_write(const WireHdr &h, const uint8_t *payload) {
     if (h.offset > h.msg_len || h.payload > h.msg_len - h.offset) {
         SN_WARN(FI_LOG_EP_DATA, "dropping malformed remote write\n");
@@ -120,10 +132,12 @@ void Context::on_rma_write(const WireHdr &h, const uint8_t *payload) {
     }
     Mr *mr = rma_target(h, FI_REMOTE_WRITE);
     bool last = h.offset + h.payload == h.msg_len;
+    if (last) count_write(h, mr != nullptr);
     if (mr) {
         auto *dst = static_cast<uint8_t *>(const_cast<void *>(mr->base()));
         if (h.payload) std::memcpy(dst + h.rdzv_addr + h.offset, payload, h.payload);
         if (last) count_remote(mr, true);
+        if (last && (h.flags & kWCqData)) report_write(h, mr);
         mr->refs().put();
     }
     if (last) send_reply(h, mr ? 0 : kWError);

@@ -10,7 +10,8 @@ namespace softnic::cxi {
 namespace {
 
 constexpr uint64_t kWriteMsgFlags = FI_INJECT | FI_COMPLETION | FI_MORE | FI_FENCE |
-                                    kCompletionLevels | FI_CXI_HRP | FI_CXI_WEAK_FENCE;
+                                    kCompletionLevels | FI_CXI_HRP | FI_CXI_WEAK_FENCE |
+                                    FI_REMOTE_CQ_DATA;
 constexpr uint64_t kReadMsgFlags = FI_COMPLETION | FI_MORE | FI_FENCE | kCompletionLevels;
 constexpr uint64_t kMaxRmaLen = 0xFFFFFFFFULL;
 
@@ -25,7 +26,23 @@ struct Rma {
     uint64_t addr, key;
     void *context;
     uint64_t flags;
+    uint64_t data = 0;  // FI_REMOTE_CQ_DATA
 };
+
+constexpr uint64_t kProvKeyOptimized = 1ULL << 61;  // provider-key flag bits (spec §6.1)
+
+// Remote CQ data (fi_writedata & co) is offered only where the domain enables it, and
+// only towards standard provider keys.
+int check_writedata(EpView *v, uint64_t key) {
+    Domain &d = v->ep->domain();
+    if (!d.writedata())
+        SN_REJECT(-FI_ENOSYS, FI_LOG_EP_DATA,
+                  "remote CQ data needs FI_CXI_ENABLE_WRITEDATA=1, FI_MR_PROV_KEY and a CQ data "
+                  "size\n");
+    if (key & kProvKeyOptimized)
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "remote CQ data towards an optimized key\n");
+    return 0;
+}
 
 ssize_t do_rma(fid_ep *ep, OpKind kind, const Rma &r, bool inject_call = false) {
     EpView *v = view(ep);
@@ -41,10 +58,18 @@ ssize_t do_rma(fid_ep *ep, OpKind kind, const Rma &r, bool inject_call = false) 
         SN_REJECT(-FI_EKEYREJECTED, FI_LOG_EP_DATA, "client key 0x%lx exceeds 32 bits\n", r.key);
     if ((r.flags & FI_FENCE) && !(v->ep->caps() & FI_FENCE))
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_FENCE without the FI_FENCE capability\n");
-    SendArgs a{r.buf, r.len, r.peer, 0, 0, r.context, r.flags, false, inject_call};
+    if (r.flags & FI_REMOTE_CQ_DATA)
+        if (int ret = check_writedata(v, r.key)) return ret;
+    SendArgs a{r.buf, r.len, r.peer, 0, r.data, r.context, r.flags, false, inject_call};
     a.kind = w ? OpKind::kWrite : OpKind::kRead;
     a.rkey = r.key;
     a.raddr = r.addr;
+    // Writes to optimized keys take the restricted path unless the target needs events.
+    // (Our packets to one peer stay in order, so WAW ordering does not rule it out.)
+    Domain &d = v->ep->domain();
+    a.restricted = w && !d.mrs().prov_keys() && d.options().optimized_mrs &&
+                   r.key < kOptimizedKeys && !v->ep->remote_events() &&
+                   !(r.flags & FI_REMOTE_CQ_DATA);
     return v->ctx->send(a);
 }
 
@@ -56,13 +81,11 @@ ssize_t rma_msg(fid_ep *ep, OpKind kind, const fi_msg_rma *msg, uint64_t flags) 
     if (msg->rma_iov_count != 1 || !msg->rma_iov)
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "rma_iov_limit is 1\n");
     uint64_t allowed = kind == OpKind::kWrite ? kWriteMsgFlags : kReadMsgFlags;
-    if (kind == OpKind::kWrite && (flags & FI_REMOTE_CQ_DATA))
-        SN_REJECT(-FI_ENOSYS, FI_LOG_EP_DATA, "remote CQ data with writes is not built yet\n");
     if (flags & ~allowed) SN_REJECT(-FI_EBADFLAGS, FI_LOG_EP_DATA, "bad flags 0x%lx\n", flags);
     const iovec *iov = msg->iov_count ? msg->msg_iov : nullptr;
     return do_rma(ep, kind,
                   Rma{iov ? iov->iov_base : nullptr, iov ? iov->iov_len : 0, msg->addr,
-                      msg->rma_iov->addr, msg->rma_iov->key, msg->context, flags});
+                      msg->rma_iov->addr, msg->rma_iov->key, msg->context, flags, msg->data});
 }
 
 ssize_t rma_v(fid_ep *ep, OpKind kind, const iovec *iov, size_t count, fi_addr_t peer,
@@ -101,12 +124,18 @@ ssize_t r_inject(fid_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64
     return do_rma(ep, OpKind::kWrite,
                   Rma{const_cast<void *>(buf), len, dest, addr, key, nullptr, FI_INJECT}, true);
 }
-ssize_t r_writedata(fid_ep *, const void *, size_t, void *, uint64_t, fi_addr_t, uint64_t, uint64_t,
-                    void *) {
-    SN_REJECT(-FI_ENOSYS, FI_LOG_EP_DATA, "fi_writedata is not built yet\n");
+ssize_t r_writedata(fid_ep *ep, const void *buf, size_t len, void *, uint64_t data, fi_addr_t dest,
+                    uint64_t addr, uint64_t key, void *ctx) {
+    return do_rma(ep, OpKind::kWrite,
+                  Rma{const_cast<void *>(buf), len, dest, addr, key, ctx,
+                      view(ep)->tx_flags | FI_REMOTE_CQ_DATA, data});
 }
-ssize_t r_injectdata(fid_ep *, const void *, size_t, uint64_t, fi_addr_t, uint64_t, uint64_t) {
-    SN_REJECT(-FI_ENOSYS, FI_LOG_EP_DATA, "fi_inject_writedata is not built yet\n");
+ssize_t r_injectdata(fid_ep *ep, const void *buf, size_t len, uint64_t data, fi_addr_t dest,
+                     uint64_t addr, uint64_t key) {
+    return do_rma(ep, OpKind::kWrite,
+                  Rma{const_cast<void *>(buf), len, dest, addr, key, nullptr,
+                      FI_INJECT | FI_REMOTE_CQ_DATA, data},
+                  true);
 }
 
 }  // namespace

@@ -82,7 +82,9 @@ ssize_t Context::send(const SendArgs &a) {
     if (!op) return -FI_EAGAIN;
     op->a = a;
     op->link = link;
-    if ((a.flags & FI_INJECT) && a.len) {  // the caller may reuse its buffer on return
+    if (is_amo(a.kind)) {
+        stage_amo(op);
+    } else if ((a.flags & FI_INJECT) && a.len) {  // the caller may reuse its buffer on return
         std::memcpy(op->inline_data, a.buf, a.len);
         op->a.buf = op->inline_data;
     }
@@ -130,6 +132,7 @@ TxOp *Context::tx_by_cookie(uint64_t cookie) {
 
 // Queue as many packets of `op` as the peer accepts. True when nothing is left to send.
 bool Context::pump(TxOp *op) {
+    if (is_amo(op->a.kind)) return pump_amo(op);
     if (op->a.kind != OpKind::kSend) return pump_rma(op);
     transport::Link *link = op->link;
     const size_t room = link->max_packet() - sizeof(WireHdr);
@@ -235,12 +238,13 @@ void Context::complete_tx(TxOp *op, int err, int prov_errno) {
 void Context::complete_send(const SendArgs &a, int err, int prov_errno) {
     uint64_t flags = (a.tagged ? FI_TAGGED : FI_MSG) | FI_SEND;
     Cntr *cntr = tx_.cntr;
-    if (a.kind == OpKind::kWrite || a.kind == OpKind::kRead) {
-        bool w = a.kind == OpKind::kWrite;
-        flags = FI_RMA | (w ? FI_WRITE : FI_READ);
+    if (a.kind != OpKind::kSend) {  // one-sided: fetching atomics count as reads
+        bool w = a.kind == OpKind::kWrite || a.kind == OpKind::kAtomic;
+        flags = (is_amo(a.kind) ? FI_ATOMIC : FI_RMA) | (w ? FI_WRITE : FI_READ);
         cntr = w ? tx_.write_cntr : tx_.read_cntr;
     }
     if (!err) {
+        if (a.restricted && (a.flags & FI_CXI_HRP)) domain_.count(C_CNTR_HNI_HRP_ACK);
         if (cntr) cntr->inc(cntr->counts_bytes() ? a.len : 1);
         if (a.inject_call || (tx_.selective && !(a.flags & FI_COMPLETION))) return;
         if (tx_.cq) tx_.cq->push(Completion{a.context, flags, 0, nullptr, 0, 0, FI_ADDR_NOTAVAIL});

@@ -11,6 +11,11 @@
 // last one with kDone (kWError when the key, bounds or access were wrong). kRmaReadReq
 // asks for `msg_len` bytes; the target streams kRmaReadResp packets (at `offset`) or
 // answers kDone with kWError.
+//
+// Atomics: kAtomic carries one element (the operand, then the comparand for the compare
+// family) for key `tag` at offset `rdzv_addr`; `msg_len` is the element size and
+// `cq_data` holds the op (bits 0-7) and datatype (bits 8-15). Fetching ones (kWFetch)
+// are answered with kAtomicResp carrying the previous value, the others with kDone.
 #pragma once
 
 #include <cstdint>
@@ -27,17 +32,21 @@ enum class Pkt : uint8_t {
     kRmaWrite = 5,
     kRmaReadReq = 6,
     kRmaReadResp = 7,
+    kAtomic = 8,
+    kAtomicResp = 9,
 };
 
 enum WireFlags : uint16_t {
     kWTagged = 1 << 0,
     kWCqData = 1 << 1,
-    kWAckReq = 1 << 2,  // sender waits for kDone (delivery / match complete)
-    kWRdzv = 1 << 3,    // bytes past eager_len are pulled by the receiver
-    kWWhole = 1 << 4,   // eager-rendezvous flavour: everything was sent with the header
-    kWPulled = 1 << 5,  // kData answering a kGetReq
-    kWTrunc = 1 << 6,   // kDone: the receiver truncated
-    kWError = 1 << 7,   // kDone: the receiver could not take the message
+    kWAckReq = 1 << 2,      // sender waits for kDone (delivery / match complete)
+    kWRdzv = 1 << 3,        // bytes past eager_len are pulled by the receiver
+    kWWhole = 1 << 4,       // eager-rendezvous flavour: everything was sent with the header
+    kWPulled = 1 << 5,      // kData answering a kGetReq
+    kWTrunc = 1 << 6,       // kDone: the receiver truncated
+    kWError = 1 << 7,       // kDone: the receiver could not take the message
+    kWFetch = 1 << 8,       // kAtomic: answer with the previous value
+    kWRestricted = 1 << 9,  // one-sided operation on the hardware's restricted path
 };
 
 struct WireHdr {
@@ -57,5 +66,16 @@ struct WireHdr {
     uint64_t rdzv_addr;  // sender's buffer, for single-copy pulls
 };
 static_assert(sizeof(WireHdr) == 72, "wire header layout");
+
+// A header of `type` from endpoint (nic, pid) on `vni`, every other field zero.
+inline WireHdr wire_hdr(Pkt type, uint16_t vni, uint32_t pid, uint32_t nic) {
+    WireHdr h{};
+    h.type = static_cast<uint8_t>(type);
+    h.version = kWireVersion;
+    h.vni = vni;
+    h.src_pid = static_cast<uint16_t>(pid);
+    h.src_nic = nic;
+    return h;
+}
 
 }  // namespace softnic::cxi

@@ -6,6 +6,7 @@
 // over the socket, receives the test's address and inserts it into its AV
 // (except "shared_av", which only uses the AV the test created). The exit
 // code is 0 when every check passed; diagnostics go to stderr.
+#include <rdma/fi_atomic.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -155,6 +156,34 @@ int run_echo(Ctx &c) {
     }
 }
 
+// Fetch-adds 1 to the word the test names (key from the socket) `count` times; the
+// values it fetches must rise strictly, whatever the other processes do meanwhile.
+int run_hammer(Ctx &c, int count) {
+    EpOptions o;
+    o.caps = FI_MSG | FI_ATOMIC;
+    EndpointPtr ep = c.session.endpoint(c.domain, o);
+    fi_addr_t peer = exchange(*ep, c.fd);
+    const uint64_t key = std::stoull(proc::recv_str(c.fd));
+    uint64_t last = 0;
+    for (int i = 0; i < count; i++) {
+        uint64_t one = 1, old = 0;
+        int ctx = 0;
+        post(
+            [&] {
+                return fi_fetch_atomic(ep->ep(), &one, 1, nullptr, &old, nullptr, peer, 0, key,
+                                       FI_UINT64, FI_SUM, &ctx);
+            },
+            "fi_fetch_atomic");
+        wait_comp(ep->tx(), &ctx, "fetch-add");
+        CXIT_REQUIRE(i == 0 || old > last,
+                     "fetched " + std::to_string(old) + " after " + std::to_string(last));
+        last = old;
+    }
+    proc::send_str(c.fd, "D");
+    proc::expect_str(c.fd, "BYE");
+    return g_failed ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -175,6 +204,8 @@ int main(int argc, char **argv) {
         rc = run_shared_av(c, argv[4]);
     } else if (mode == "echo") {
         rc = run_echo(c);
+    } else if (mode == "hammer" && argc >= 5) {
+        rc = run_hammer(c, std::atoi(argv[4]));
     } else {
         std::fprintf(stderr, "cxi_peer: unknown mode '%s'\n", mode.c_str());
     }

@@ -195,6 +195,36 @@ TEST_P(MultiProcTest, PeerKilledWhileConnected) {
     EXPECT_OK(ep->close_ep()) << "closing with traffic to a dead peer outstanding";
 }
 
+// Three processes fetch-add one word of ours at once: no update is lost, and each
+// sees the values it fetched rise strictly.
+TEST_P(MultiProcTest, ProcessesHammeringOneWordLoseNothing) {
+    EpOptions o;
+    o.caps = FI_MSG | FI_ATOMIC;
+    EndpointPtr ep = make_ep("cxi0", o);
+    uint64_t word = 0;
+    Fid<fid_mr> mr;
+    ASSERT_OK(CXIT_OPEN(mr, fi_mr_reg(domain("cxi0", o), &word, sizeof(word),
+                                      FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, OUT, nullptr)));
+    ASSERT_OK(fi_mr_bind(mr.get(), &ep->ep()->fid, 0));
+    ASSERT_OK(fi_mr_enable(mr.get()));
+    const int kPeers = 3, kEach = 300;
+    std::vector<proc::Child> peers;
+    for (int i = 0; i < kPeers; i++) {
+        peers.push_back(spawn("hammer", {std::to_string(kEach)}));
+        exchange(*ep, peers.back());
+    }
+    for (auto &c : peers)
+        proc::send_str(c.fd(), std::to_string(fi_mr_key(mr.get())));
+    for (auto &c : peers)
+        proc::expect_str(c.fd(), "D");
+    EXPECT_EQ(uint64_t(kPeers * kEach), word);
+    for (auto &c : peers) {
+        proc::send_str(c.fd(), "BYE");
+        EXPECT_EQ(0, c.wait_exit()) << "peer reported a failure (see its stderr)";
+    }
+    mr.reset();
+}
+
 CXIT_INSTANTIATE_TRANSPORTS(MultiProcTest);
 
 }  // namespace

@@ -1,40 +1,20 @@
 // One-sided RMA (spec §6.2): write/read in every API form and size, offsets into the
 // MR, inject writes, the target-side failures (unknown key, out of bounds, missing
 // access) as FI_EIO error completions at the initiator, argument checks, and a target
-// application that never calls in. Endpoint a (cxi0) is the initiator; the MR lives on
-// endpoint b, on the transport's peer domain.
+// application that never calls in.
 #include <rdma/fi_rma.h>
 
 #include <chrono>
 #include <cstring>
 
-#include "fixture.hpp"
+#include "one_sided.hpp"
 
 using namespace cxit;
 
 namespace {
 
-constexpr uint64_t kRemote = FI_REMOTE_READ | FI_REMOTE_WRITE;
-
-class RmaTest : public TransportTest {
+class RmaTest : public OneSidedTest {
   protected:
-    EpOptions opts(bool prov_key = true) {
-        EpOptions o;
-        o.caps = FI_MSG | FI_RMA;
-        o.prov_key = prov_key;
-        return o;
-    }
-    // Registers target_ (len bytes, filled with 0xEE) on b for `access`; returns the key.
-    uint64_t expose(Pair &p, size_t len, uint64_t access = kRemote, bool prov_key = true,
-                    uint64_t client_key = 7) {
-        target_.assign(len, 0xEE);
-        fid_domain *d = domain(peer_domain(), opts(prov_key));
-        EXPECT_OK(CXIT_OPEN(
-            mr_, fi_mr_reg(d, target_.data(), len, access, 0, client_key, 0, OUT, nullptr)));
-        EXPECT_OK(fi_mr_bind(mr_.get(), &p.b->ep()->fid, 0));
-        EXPECT_OK(fi_mr_enable(mr_.get()));
-        return fi_mr_key(mr_.get());
-    }
     Comp write(Pair &p, const std::vector<uint8_t> &src, uint64_t off, uint64_t key) {
         int ctx = 0;
         post(
@@ -53,18 +33,6 @@ class RmaTest : public TransportTest {
             "fi_read");
         return wait_comp(p.a->tx(), &ctx, "read of " + std::to_string(dst.size()));
     }
-    // The operation `op` (posted with context &ctx) fails at the target with FI_EIO.
-    void expect_eio(Pair &p, const std::function<ssize_t(void *)> &op, const char *what) {
-        int ctx = 0;
-        post([&] { return op(&ctx); }, what);
-        ErrComp e = wait_err(p.a->tx(), &ctx, what);
-        EXPECT_EQ(FI_EIO, e.e.err) << what;
-    }
-    // Both sides of the test; the MR (declared after) is closed before the endpoints.
-    Pair &pair(const EpOptions &o) { return p_ = make_pair(o, o); }
-    Pair p_;
-    std::vector<uint8_t> target_;
-    Fid<fid_mr> mr_;
 };
 
 TEST_P(RmaTest, WriteThenReadBackEverySize) {
