@@ -128,7 +128,7 @@ int Mr::bind(struct fid *bfid, uint64_t flags) {
         case FI_CLASS_EP:
             if (bound_ep_) SN_REJECT(-FI_EINVAL, FI_LOG_MR, "MR already bound to an EP\n");
             if (table_.bind_endpoint) {
-                int ret = table_.bind_endpoint(bfid, &ep_refs_);
+                int ret = table_.bind_endpoint(bfid, flags_, &ep_refs_);
                 if (ret) return ret;
             }
             bound_ep_ = bfid;

@@ -35,9 +35,9 @@ class MrTable {
     // while its application is away.
     bool any_remote() const { return count_.load(std::memory_order_relaxed) != 0; }
 
-    // The provider's check of an fi_mr_bind to an endpoint: 0 and the endpoint's
-    // reference count (held while bound), or a -FI_E* code.
-    std::function<int(struct fid *ep, RefCount **refs)> bind_endpoint;
+    // The provider's check of an fi_mr_bind to an endpoint (given the MR's registration
+    // flags): 0 and the endpoint's reference count (held while bound), or a -FI_E* code.
+    std::function<int(struct fid *ep, uint64_t mr_flags, RefCount **refs)> bind_endpoint;
 
   private:
     bool prov_keys_, endpoint_mode_;

@@ -82,6 +82,7 @@ void Context::close() {
 
 void Context::progress() {
     app_calls_.store(app_calls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (domain_.deferred().ready()) domain_.deferred().run();  // before taking our lock
     if (!rxq_ || !lock_.try_lock()) return;  // someone else is progressing this context
     progress_locked();
     lock_.unlock();
@@ -90,10 +91,12 @@ void Context::progress() {
 // Work of our own, or MRs that remote operations may target while the application is
 // away (the hardware serves those without it).
 bool Context::offload_wanted() {
-    return work_hint_.load(std::memory_order_relaxed) || domain_.mrs().any_remote();
+    return work_hint_.load(std::memory_order_relaxed) || domain_.mrs().any_remote() ||
+           domain_.deferred().ready();
 }
 
 bool Context::offload_progress(bool readable) {
+    if (domain_.deferred().ready()) domain_.deferred().run();
     if (readable && udp_) udp_->mark_active();  // the application polls the socket from now on
     if (!lock_.try_lock()) return false;
     if (rxq_) progress_locked();

@@ -121,8 +121,14 @@ int domain_ops_open(fid *f, const char *name, uint64_t, void **ops, void *) {
 int domain_control(fid *f, int command, void *arg) {
     Domain *d = domain_of(f);
     if (!d) return -FI_EINVAL;
-    if (command == FI_QUEUE_WORK || command == FI_FLUSH_WORK || command == FI_CANCEL_WORK)
-        SN_REJECT(-FI_ENOSYS, FI_LOG_DOMAIN, "triggered operations are not built yet\n");
+    switch (command) {
+        case FI_QUEUE_WORK:
+            return d->deferred().queue(static_cast<fi_deferred_work *>(arg), d);
+        case FI_CANCEL_WORK:
+            return d->deferred().cancel(static_cast<fi_deferred_work *>(arg));
+        case FI_FLUSH_WORK:
+            return d->deferred().flush();
+    }
     if (!arg) SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "NULL argument\n");
     int r = bool_option(*d, command, static_cast<bool *>(arg));
     if (r <= 0) return r;

@@ -8,6 +8,7 @@
 #include "common/cq.hpp"
 #include "cxi/addr.hpp"
 #include "cxi/amo.hpp"
+#include "cxi/counter.hpp"
 #include "cxi/dom_ext.hpp"
 #include "cxi/endpoint.hpp"
 #include "cxi/env.hpp"
@@ -75,20 +76,6 @@ int cq_open(fid_domain *d, fi_cq_attr *attr, fid_cq **cq, void *context) {
     });
 }
 
-int cntr_open(fid_domain *, fi_cntr_attr *attr, fid_cntr **cntr, void *context) {
-    if (!cntr) SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "NULL cntr\n");
-    fi_cntr_attr dflt{FI_CNTR_EVENTS_COMP, FI_WAIT_YIELD, nullptr, 0};
-    if (!attr) attr = &dflt;
-    int ret = Cntr::check_attr(*attr);
-    if (ret) return ret;
-    return guarded([&] {
-        Cntr *c = new Cntr(*attr, context);
-        c->fid()->fid.ops = &cntr_fid_ops;
-        *cntr = c->fid();
-        return 0;
-    });
-}
-
 int poll_open(fid_domain *, fi_poll_attr *, fid_poll **) {
     SN_REJECT(-FI_ENOSYS, FI_LOG_DOMAIN, "poll sets are not supported\n");
 }
@@ -109,18 +96,10 @@ int endpoint2(fid_domain *d, fi_info *info, fid_ep **ep, uint64_t flags, void *c
     return endpoint_open(d, info, ep, context);
 }
 
-fi_ops_domain domain_ops = {sizeof(fi_ops_domain),
-                            av_open,
-                            cq_open,
-                            endpoint_open,
-                            scalable_ep_open,
-                            cntr_open,
-                            poll_open,
-                            stx_ctx,
-                            srx_ctx,
-                            query_atomic,
-                            query_collective,
-                            endpoint2};
+fi_ops_domain domain_ops = {
+    sizeof(fi_ops_domain), av_open,   cq_open, endpoint_open, scalable_ep_open,
+    counter_open,          poll_open, stx_ctx, srx_ctx,       query_atomic,
+    query_collective,      endpoint2};
 
 int mr_regattr(fid *f, const fi_mr_attr *attr, uint64_t flags, fid_mr **mr) {
     if (!attr || !mr) SN_REJECT(-FI_EINVAL, FI_LOG_MR, "NULL attr or mr\n");
@@ -181,12 +160,14 @@ Domain::Domain(Fabric &fabric, const fi_info &info, const SoftNic &nic, void *co
     handle_.fid.fid.ops = &domain_fid_ops;
     handle_.fid.ops = &domain_ops;
     handle_.fid.mr = &mr_ops;
-    mrs_.bind_endpoint = [this](struct fid *ep, RefCount **refs) {
+    mrs_.bind_endpoint = [this](struct fid *ep, uint64_t mr_flags, RefCount **refs) {
         if (ep->fclass != FI_CLASS_EP)
             SN_REJECT(-FI_EINVAL, FI_LOG_MR, "MRs bind to plain endpoints\n");
         Endpoint &e = *owner_of_fid<EpView, fid_ep>(ep)->ep;
         if (&e.domain() != this) SN_REJECT(-FI_EINVAL, FI_LOG_MR, "endpoint of another domain\n");
         if (!e.enabled()) SN_REJECT(-FI_EINVAL, FI_LOG_MR, "endpoint is not enabled\n");
+        if ((mr_flags & FI_RMA_EVENT) && !(e.caps() & FI_RMA_EVENT))
+            SN_REJECT(-FI_EINVAL, FI_LOG_MR, "FI_RMA_EVENT MR on an endpoint without the cap\n");
         e.refs().get();
         *refs = &e.refs();
         return 0;

@@ -14,6 +14,7 @@
 
 #include "common/fid.hpp"
 #include "common/mr.hpp"
+#include "cxi/deferred.hpp"
 #include "cxi/nic.hpp"
 #include "transport/transport.hpp"
 #include "transport/udp/udp_endpoint.hpp"
@@ -46,6 +47,7 @@ class Domain {
     uint16_t vni() const { return vni_; }
     const fi_info &info() const { return *info_; }
     MrTable &mrs() { return mrs_; }
+    DeferredQueue &deferred() { return deferred_; }
     // fi_writedata needs FI_CXI_ENABLE_WRITEDATA, provider keys and CQ data.
     bool writedata() const;
     RefCount &refs() { return refs_; }
@@ -79,6 +81,7 @@ class Domain {
     uint16_t vni_;
     fi_info *info_;
     MrTable mrs_;
+    DeferredQueue deferred_;
     struct fid *eq_ = nullptr;
     Options options_;
     transport::udp::UdpConfig udp_cfg_;

@@ -1,5 +1,8 @@
-// Counters (spec §7.1, §7.2): open attributes, add/set/read/readerr limits,
-// fi_cntr_wait, and send/recv completion and error counting.
+// Counters (spec §7.1-§7.3, §8.3): open attributes, add/set/read/readerr limits,
+// fi_cntr_wait, send/recv completion and error counting, and the cxi_counter_ops
+// extension (writeback word, doorbell window) with the header's inline helpers.
+#include <rdma/fi_cxi_ext.h>
+
 #include <thread>
 
 #include "fixture.hpp"
@@ -209,6 +212,91 @@ TEST_F(CntrTest, SendOnlyBindingDoesNotCountReceives) {
     wait_cntr(c.get(), 2, "send-only");
     progress_for(std::chrono::milliseconds(20));
     EXPECT_EQ(2u, fi_cntr_read(c.get())) << "receives must not be counted";
+}
+
+fi_cxi_cntr_ops *counter_ops(fid_cntr *c) {
+    fi_cxi_cntr_ops *ops = nullptr;
+    CXIT_CHECK(
+        fi_open_ops(&c->fid, FI_CXI_COUNTER_OPS, 0, reinterpret_cast<void **>(&ops), nullptr));
+    return ops;
+}
+
+TEST_F(CntrTest, WritebackWordFollowsTheCounter) {
+    Fid<fid_cntr> c = open();
+    fi_cxi_cntr_ops *ops = counter_ops(c.get());
+    alignas(8) uint64_t wb = 0;
+    EXPECT_RC(-FI_EINVAL, ops->set_wb_buffer(&c->fid, nullptr, 8));
+    EXPECT_RC(-FI_EINVAL, ops->set_wb_buffer(&c->fid, &wb, 4));
+    ASSERT_OK(ops->set_wb_buffer(&c->fid, &wb, sizeof(wb)));
+    EXPECT_EQ(FI_CXI_CNTR_WB_VALID, wb) << "written at once, with its flag";
+    ASSERT_OK(fi_cntr_add(c.get(), 41));
+    ASSERT_OK(fi_cntr_adderr(c.get(), 3));
+    uint64_t v = 0, e = 0;
+    fi_cxi_cntr_wb_read(&wb, &v);
+    fi_cxi_cntr_wb_readerr(&wb, &e);
+    EXPECT_EQ(41u, v);
+    EXPECT_EQ(3u, e);
+    EXPECT_EQ(41u, fi_cxi_cntr_success(wb));
+    EXPECT_EQ(3u, fi_cxi_cntr_failure(wb));
+    ASSERT_OK(fi_cntr_set(c.get(), kSuccessMax));
+    EXPECT_EQ(kSuccessMax, fi_cxi_cntr_success(wb));
+    EXPECT_EQ(3u, fi_cxi_cntr_failure(wb)) << "48-bit success never spills into failures";
+}
+
+// Completions from an endpoint update the word too (upstream op_cntr_wb).
+TEST_F(CntrTest, WritebackWordCountsCompletions) {
+    fi_addr_t self;
+    EndpointPtr ep = counted_self(self);
+    fi_cxi_cntr_ops *ops = counter_ops(ep->send_cntr());
+    alignas(8) uint64_t wb = 0;
+    ASSERT_OK(ops->set_wb_buffer(&ep->send_cntr()->fid, &wb, sizeof(wb)));
+    ping(*ep, self, *ep, 64, 1);
+    ping(*ep, self, *ep, 64, 2);
+    EXPECT_EQ(2u, fi_cxi_cntr_success(wb));
+}
+
+TEST_F(CntrTest, DoorbellWindowAddsAndResets) {
+    Fid<fid_cntr> c = open();
+    fi_cxi_cntr_ops *ops = counter_ops(c.get());
+    void *mmio = nullptr;
+    size_t len = 0;
+    EXPECT_RC(-FI_EINVAL, ops->get_mmio_addr(&c->fid, nullptr, &len));
+    ASSERT_OK(ops->get_mmio_addr(&c->fid, &mmio, &len));
+    ASSERT_NE(nullptr, mmio);
+    EXPECT_GE(len, 32 * sizeof(uint64_t));
+    EXPECT_EQ(static_cast<uint64_t *>(mmio) + 8, fi_cxi_get_cntr_adderr_addr(mmio));
+    ASSERT_OK(fi_cxi_cntr_add(mmio, 10));
+    EXPECT_EQ(10u, fi_cntr_read(c.get()));
+    ASSERT_OK(fi_cxi_cntr_adderr(mmio, 2));
+    EXPECT_EQ(2u, fi_cntr_readerr(c.get()));
+    ASSERT_OK(fi_cxi_cntr_set(mmio, 0));
+    EXPECT_EQ(0u, fi_cntr_read(c.get()));
+    ASSERT_OK(fi_cxi_cntr_seterr(mmio, 0));
+    EXPECT_EQ(0u, fi_cntr_readerr(c.get()));
+    EXPECT_RC(-FI_EINVAL, fi_cxi_cntr_add(mmio, kSuccessMax + 1));
+    EXPECT_RC(-FI_EINVAL, fi_cxi_cntr_adderr(mmio, kFailureMax + 1));
+    EXPECT_RC(-FI_EINVAL, fi_cxi_cntr_set(mmio, 1)) << "only a reset to 0";
+    EXPECT_RC(-FI_EINVAL, fi_cxi_cntr_seterr(mmio, 1));
+    uint64_t word = 0;
+    EXPECT_OK(fi_cxi_gen_cntr_success(5, &word));
+    EXPECT_EQ((1ULL << 63) | 5, word);
+    EXPECT_RC(-FI_EINVAL, fi_cxi_gen_cntr_success(kSuccessMax + 1, &word));
+}
+
+TEST_F(CntrTest, OpsFlagsControlAndUnknownOps) {
+    Fid<fid_cntr> c = open();
+    uint64_t flags = 0;
+    EXPECT_OK(fi_control(&c->fid, FI_GETOPSFLAG, &flags));
+    EXPECT_EQ(0u, flags);
+    flags = FI_CXI_CNTR_CACHED;
+    EXPECT_OK(fi_control(&c->fid, FI_SETOPSFLAG, &flags));
+    flags = 0;
+    EXPECT_OK(fi_control(&c->fid, FI_GETOPSFLAG, &flags));
+    EXPECT_EQ(FI_CXI_CNTR_CACHED, flags);
+    EXPECT_RC(-FI_EINVAL, fi_control(&c->fid, FI_GETOPSFLAG, nullptr));
+    EXPECT_RC(-FI_EINVAL, fi_control(&c->fid, FI_GETWAIT, &flags));
+    void *ops = nullptr;
+    EXPECT_RC(-FI_EINVAL, fi_open_ops(&c->fid, "no_such_ops", 0, &ops, nullptr));
 }
 
 }  // namespace

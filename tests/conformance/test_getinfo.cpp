@@ -93,11 +93,8 @@ TEST_F(GetinfoTest, NoHintsCapsAdvertisedWithoutSource) {
     const uint64_t must = FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV |
                           FI_NAMED_RX_CTX | FI_MULTI_RECV | FI_FENCE | FI_SHARED_AV |
                           FI_LOCAL_COMM | FI_REMOTE_COMM | FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE |
-                          FI_REMOTE_READ | FI_REMOTE_WRITE;
+                          FI_REMOTE_READ | FI_REMOTE_WRITE | FI_TRIGGER;
     EXPECT_EQ(must, i->caps & must) << std::hex << "caps 0x" << i->caps;
-    // Triggered operations are not built yet: not advertised.
-    const uint64_t not_yet = FI_TRIGGER;
-    EXPECT_EQ(0u, i->caps & not_yet) << std::hex << "caps 0x" << i->caps;
     EXPECT_EQ(0u, i->caps & (FI_SOURCE | FI_SOURCE_ERR)) << "FI_SOURCE* must be trimmed";
     EXPECT_EQ(0u, i->mode);
     EXPECT_EQ(static_cast<uint32_t>(FI_ADDR_CXI), i->addr_format);
@@ -276,19 +273,10 @@ TEST_F(GetinfoTest, DirectionCapsFollowLibfabricSets) {
     }
 }
 
-TEST_F(GetinfoTest, OneSidedCapsNotOfferedYet_ENODATA) {
-    for (uint64_t caps : {FI_MSG | FI_RMA | FI_TRIGGER, FI_TAGGED | FI_ATOMIC | FI_TRIGGER}) {
-        InfoPtr hints = make_hints(EpOptions{}, "cxi0");
-        hints->caps = caps;
-        EXPECT_RC(-FI_ENODATA, getinfo(nullptr, nullptr, 0, hints.get()).rc)
-            << std::hex << "caps 0x" << caps;
-    }
-}
-
-TEST_F(GetinfoTest, RmaCapsOffered) {
+TEST_F(GetinfoTest, OneSidedCapsOffered) {
     EpOptions o;
-    o.caps = FI_MSG | FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |
-             FI_RMA_EVENT;
+    o.caps = FI_MSG | FI_RMA | FI_ATOMIC | FI_TRIGGER | FI_READ | FI_WRITE | FI_REMOTE_READ |
+             FI_REMOTE_WRITE | FI_RMA_EVENT;
     InfoPtr i = get_info(o, "cxi0");
     EXPECT_EQ(o.caps, i->caps & o.caps) << std::hex << "caps 0x" << i->caps;
 }

@@ -1,6 +1,6 @@
-// Memory registration with FI_MR_ENDPOINT (spec §6.1; RMA itself is a later
-// round): register, bind to an enabled endpoint, enable, key rules for
-// provider keys and client keys, close ordering.
+// Memory registration with FI_MR_ENDPOINT (spec §6.1; RMA itself: test_rma.cpp):
+// register, bind to an enabled endpoint, enable, key rules for provider keys and
+// client keys, close ordering.
 #include <set>
 
 #include "fixture.hpp"
@@ -92,6 +92,18 @@ TEST_F(MrTest, BindToDisabledOrSecondEndpoint_EINVAL) {
     EXPECT_RC(-FI_EINVAL, fi_mr_bind(mr.get(), &disabled->ep()->fid, 0)) << "EP not enabled";
     ASSERT_OK(fi_mr_bind(mr.get(), &e1->ep()->fid, 0));
     EXPECT_RC(-FI_EINVAL, fi_mr_bind(mr.get(), &e2->ep()->fid, 0)) << "already bound";
+}
+
+// An MR registered with FI_RMA_EVENT counts remote events: its endpoint needs the cap.
+TEST_F(MrTest, RmaEventMrNeedsTheCapOnTheEndpoint_EINVAL) {
+    EndpointPtr plain = ep();
+    opts_.caps = FI_MSG | FI_RMA | FI_RMA_EVENT;
+    EndpointPtr evented = ep();
+    Fid<fid_mr> mr;
+    ASSERT_OK(fi_mr_reg(dom(), buf_.data(), 4096, kRemote, 0, 0, FI_RMA_EVENT, mr.out(), nullptr));
+    EXPECT_RC(-FI_EINVAL, fi_mr_bind(mr.get(), &plain->ep()->fid, 0));
+    EXPECT_OK(fi_mr_bind(mr.get(), &evented->ep()->fid, 0));
+    EXPECT_OK(fi_mr_enable(mr.get()));
 }
 
 TEST_F(MrTest, IovCountRules) {

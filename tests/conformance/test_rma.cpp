@@ -218,7 +218,19 @@ TEST_P(RmaTest, ArgumentChecks) {
     msg.rma_iov_count = 1;
     EXPECT_RC(-FI_EBADFLAGS, fi_writemsg(ep, &msg, FI_MULTI_RECV));
     EXPECT_RC(-FI_EBADFLAGS, fi_readmsg(ep, &msg, FI_INJECT));
-    EXPECT_RC(-FI_ENOSYS, fi_writedata(ep, buf.data(), 8, nullptr, 1, p.a2b, 0, key, nullptr));
+}
+
+// Remote CQ data needs FI_CXI_ENABLE_WRITEDATA=1 (test_writedata.cpp has the rest).
+TEST_P(RmaTest, WriteDataRefusedByDefault) {
+    Pair &p = pair(opts());
+    uint64_t key = expose(p, 64);
+    uint64_t v = 1;
+    EXPECT_RC(-FI_ENOSYS, fi_writedata(p.a->ep(), &v, 8, nullptr, 5, p.a2b, 0, key, nullptr));
+    EXPECT_RC(-FI_ENOSYS, fi_inject_writedata(p.a->ep(), &v, 8, 5, p.a2b, 0, key));
+    iovec iov{&v, 8};
+    fi_rma_iov rma{0, 8, key};
+    fi_msg_rma msg{&iov, nullptr, 1, p.a2b, &rma, 1, nullptr, 5};
+    EXPECT_RC(-FI_ENOSYS, fi_writemsg(p.a->ep(), &msg, FI_REMOTE_CQ_DATA));
 }
 
 TEST_P(RmaTest, ClientKeysAbove32BitsAreRejected) {

@@ -1,0 +1,229 @@
+#include "cxi/deferred.hpp"
+
+#include <rdma/fi_cxi_ext.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+
+#include <algorithm>
+
+#include "common/log.hpp"
+#include "cxi/counter.hpp"
+#include "cxi/domain.hpp"
+#include "cxi/endpoint.hpp"
+
+namespace softnic::cxi {
+namespace {
+
+constexpr uint64_t kQueuedFlags = FI_MORE | FI_COMPLETION | FI_TRANSMIT_COMPLETE |
+                                  FI_DELIVERY_COMPLETE | FI_MATCH_COMPLETE | FI_CXI_CNTR_WB;
+
+template <class Op>
+fid_ep *ep_flags(const Op *op, uint64_t &flags, size_t &iov_count) {
+    flags = op->flags;
+    iov_count = op->msg.iov_count;
+    return op->ep;
+}
+
+// The endpoint and flags of a queued data operation, or null for counter operations.
+fid_ep *ep_of(const fi_deferred_work &w, uint64_t &flags, size_t &iov_count) {
+    switch (w.op_type) {
+        case FI_OP_RECV:
+        case FI_OP_SEND:
+            return ep_flags(w.op.msg, flags, iov_count);
+        case FI_OP_TRECV:
+        case FI_OP_TSEND:
+            return ep_flags(w.op.tagged, flags, iov_count);
+        case FI_OP_READ:
+        case FI_OP_WRITE:
+            return ep_flags(w.op.rma, flags, iov_count);
+        case FI_OP_ATOMIC:
+            return ep_flags(w.op.atomic, flags, iov_count);
+        case FI_OP_FETCH_ATOMIC:
+            return ep_flags(w.op.fetch_atomic, flags, iov_count);
+        case FI_OP_COMPARE_ATOMIC:
+            return ep_flags(w.op.compare_atomic, flags, iov_count);
+        default:
+            return nullptr;
+    }
+}
+
+// Copies a data operation, dropping the flags only the queue reads; true when it asked
+// for FI_CXI_CNTR_WB.
+template <class Op>
+bool copy_op(Op &dst, const Op *src) {
+    dst = *src;
+    bool wb = dst.flags & FI_CXI_CNTR_WB;
+    dst.flags &= ~(FI_MORE | FI_CXI_CNTR_WB);
+    return wb;
+}
+
+bool supported(fi_op_type t) {
+    return t == FI_OP_RECV || t == FI_OP_SEND || t == FI_OP_TRECV || t == FI_OP_TSEND ||
+           t == FI_OP_READ || t == FI_OP_WRITE || t == FI_OP_ATOMIC || t == FI_OP_FETCH_ATOMIC ||
+           t == FI_OP_COMPARE_ATOMIC || t == FI_OP_CNTR_SET || t == FI_OP_CNTR_ADD;
+}
+
+}  // namespace
+
+int DeferredQueue::check(const fi_deferred_work &w, const void *domain) {
+    Counter *trig = counter_of(w.triggering_cntr);
+    if (!trig || &trig->domain() != domain)
+        SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "no triggering counter of this domain\n");
+    if (!supported(w.op_type) || !w.op.msg)
+        SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "operation type %d cannot be deferred\n", w.op_type);
+    if (w.op_type == FI_OP_CNTR_SET || w.op_type == FI_OP_CNTR_ADD) {
+        if (w.completion_cntr)
+            SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "counter operations take no completion counter\n");
+        if (!counter_of(w.op.cntr->cntr))
+            SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "no target counter\n");
+        return 0;
+    }
+    uint64_t flags = 0;
+    size_t iov_count = 0;
+    fid_ep *ep = ep_of(w, flags, iov_count);
+    EpView *v = ep ? owner_of<EpView>(ep) : nullptr;
+    if (!v || !v->ep || &v->ep->domain() != domain)
+        SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "no endpoint of this domain\n");
+    if (iov_count > 1) SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "deferred work takes one iov\n");
+    bool recv = w.op_type == FI_OP_RECV || w.op_type == FI_OP_TRECV;
+    if (recv && w.threshold)
+        SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "triggered receives need threshold 0\n");
+    if ((w.op_type == FI_OP_SEND || w.op_type == FI_OP_TSEND) && (flags & FI_INJECT))
+        SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "triggered sends cannot be injected\n");
+    if (flags & ~kQueuedFlags)
+        SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "flags 0x%lx cannot be deferred\n", flags);
+    return 0;
+}
+
+int DeferredQueue::queue(fi_deferred_work *w, const void *domain) {
+    if (!w) SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "NULL deferred work\n");
+    if (int ret = check(*w, domain)) return ret;
+    Item it{};
+    it.work = w;
+    it.type = w->op_type;
+    it.trigger = counter_of(w->triggering_cntr);
+    it.threshold = w->threshold;
+    bool wb = false;
+    switch (w->op_type) {
+        case FI_OP_RECV:
+        case FI_OP_SEND:
+            wb = copy_op(it.op.msg, w->op.msg);
+            break;
+        case FI_OP_TRECV:
+        case FI_OP_TSEND:
+            wb = copy_op(it.op.tagged, w->op.tagged);
+            break;
+        case FI_OP_READ:
+        case FI_OP_WRITE:
+            wb = copy_op(it.op.rma, w->op.rma);
+            break;
+        case FI_OP_ATOMIC:
+            wb = copy_op(it.op.atomic, w->op.atomic);
+            break;
+        case FI_OP_FETCH_ATOMIC:
+            wb = copy_op(it.op.fetch, w->op.fetch_atomic);
+            break;
+        case FI_OP_COMPARE_ATOMIC:
+            wb = copy_op(it.op.compare, w->op.compare_atomic);
+            break;
+        default:
+            it.op.cntr = *w->op.cntr;
+            break;
+    }
+    {
+        std::lock_guard g(lock_);
+        items_.push_back(it);
+        if (wb) {  // a second action: write the trigger's word back one event later
+            Item back = it;
+            back.writeback = true;
+            back.threshold = it.threshold + 1;
+            items_.push_back(back);
+        }
+    }
+    it.trigger->watch_triggers();
+    wake();
+    run();  // a threshold already met fires at once
+    return 0;
+}
+
+int DeferredQueue::cancel(fi_deferred_work *w) {
+    if (!w) SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "NULL deferred work\n");
+    std::lock_guard g(lock_);
+    size_t n = std::erase_if(items_, [w](const Item &it) { return it.work == w; });
+    return n ? 0 : -FI_ENOENT;
+}
+
+// Drops everything that has not fired; no completions.
+int DeferredQueue::flush() {
+    std::lock_guard g(lock_);
+    items_.clear();
+    return 0;
+}
+
+void DeferredQueue::run() {
+    std::unique_lock r(running_, std::try_to_lock);
+    if (!r.owns_lock()) return;  // another thread fires; the wake stays set for it
+    ready_.store(false, std::memory_order_relaxed);
+    for (;;) {
+        Item it;
+        {
+            std::lock_guard g(lock_);
+            auto due = std::find_if(items_.begin(), items_.end(), [](const Item &i) {
+                return i.trigger->current() >= i.threshold;
+            });
+            if (due == items_.end()) return;
+            it = *due;
+            items_.erase(due);
+        }
+        ssize_t rc = fire(it);
+        if (rc == -FI_EAGAIN) {  // the endpoint is full: try again at the next progress
+            std::lock_guard g(lock_);
+            items_.push_front(it);
+            wake();
+            return;
+        }
+        if (rc) SN_WARN(FI_LOG_DOMAIN, "triggered operation failed: %zd\n", rc);
+    }
+}
+
+// Issues the operation exactly as the application's own call would.
+ssize_t DeferredQueue::fire(Item &it) {
+    if (it.writeback) {
+        it.trigger->write_back();
+        return 0;
+    }
+    auto &o = it.op;
+    switch (it.type) {
+        case FI_OP_RECV:
+            return fi_recvmsg(o.msg.ep, &o.msg.msg, o.msg.flags);
+        case FI_OP_SEND:
+            return fi_sendmsg(o.msg.ep, &o.msg.msg, o.msg.flags);
+        case FI_OP_TRECV:
+            return fi_trecvmsg(o.tagged.ep, &o.tagged.msg, o.tagged.flags);
+        case FI_OP_TSEND:
+            return fi_tsendmsg(o.tagged.ep, &o.tagged.msg, o.tagged.flags);
+        case FI_OP_READ:
+            return fi_readmsg(o.rma.ep, &o.rma.msg, o.rma.flags);
+        case FI_OP_WRITE:
+            return fi_writemsg(o.rma.ep, &o.rma.msg, o.rma.flags);
+        case FI_OP_ATOMIC:
+            return fi_atomicmsg(o.atomic.ep, &o.atomic.msg, o.atomic.flags);
+        case FI_OP_FETCH_ATOMIC:
+            return fi_fetch_atomicmsg(o.fetch.ep, &o.fetch.msg, o.fetch.fetch.msg_iov,
+                                      o.fetch.fetch.desc, o.fetch.fetch.iov_count, o.fetch.flags);
+        case FI_OP_COMPARE_ATOMIC: {
+            auto &c = o.compare;
+            return fi_compare_atomicmsg(c.ep, &c.msg, c.compare.msg_iov, c.compare.desc,
+                                        c.compare.iov_count, c.fetch.msg_iov, c.fetch.desc,
+                                        c.fetch.iov_count, c.flags);
+        }
+        case FI_OP_CNTR_SET:
+            return fi_cntr_set(o.cntr.cntr, o.cntr.value);
+        case FI_OP_CNTR_ADD:
+            return fi_cntr_add(o.cntr.cntr, o.cntr.value);
+        default:
+            return -FI_EINVAL;
+    }
+}
+
+}  // namespace softnic::cxi

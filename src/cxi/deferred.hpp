@@ -1,0 +1,57 @@
+// Triggered operations (spec §7.4): fi_control(domain, FI_QUEUE_WORK) holds an operation
+// until its triggering counter reaches a threshold, then issues it as the ordinary call
+// would. FI_FLUSH_WORK drops what has not fired; FI_CANCEL_WORK one item.
+//
+// Counters wake the queue when they move; whoever progresses an endpoint of the domain
+// next (the application or the offload helper) fires what is due, holding no lock of
+// the provider's, so the operation takes the public path like any call.
+#pragma once
+
+#include <rdma/fi_trigger.h>
+
+#include <atomic>
+#include <deque>
+#include <mutex>
+
+namespace softnic::cxi {
+
+class Counter;
+
+class DeferredQueue {
+  public:
+    int queue(fi_deferred_work *work, const void *domain);
+    int cancel(fi_deferred_work *work);
+    int flush();
+    void wake() { ready_.store(true, std::memory_order_release); }
+    bool ready() const { return ready_.load(std::memory_order_relaxed); }
+    void run();  // fire what is due; never with a provider lock held
+
+  private:
+    // A copy of the application's request (the op structure included); iov arrays and
+    // buffers stay the application's, as for any posted operation.
+    struct Item {
+        fi_deferred_work *work;  // the application's, for FI_CANCEL_WORK
+        fi_op_type type;
+        Counter *trigger;
+        uint64_t threshold;
+        bool writeback;  // FI_CXI_CNTR_WB: only write the trigger's word back
+        union {
+            fi_op_msg msg;
+            fi_op_tagged tagged;
+            fi_op_rma rma;
+            fi_op_atomic atomic;
+            fi_op_fetch_atomic fetch;
+            fi_op_compare_atomic compare;
+            fi_op_cntr cntr;
+        } op;
+    };
+    static int check(const fi_deferred_work &w, const void *domain);
+    static ssize_t fire(Item &it);
+
+    std::mutex lock_;     // items_
+    std::mutex running_;  // one thread fires at a time, in queue order
+    std::deque<Item> items_;
+    std::atomic<bool> ready_{false};
+};
+
+}  // namespace softnic::cxi
