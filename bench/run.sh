@@ -8,8 +8,9 @@
 # are installed (FABTESTS_BIN, default /opt/fabtests/bin). Each point is the median of
 # REPEAT runs, the providers taking turns. Prints a markdown table with cxi/shm ratios (latency: lower is better,
 # bandwidth: higher is better). With fabtests installed, the one-sided rows come from
-# fi_rma_bw (write and read, 64 KiB and 1 MiB). SECTIONS=msg or SECTIONS=rma runs only
-# those rows (default: both).
+# fi_rma_bw (write and read, 64 KiB and 1 MiB) and the atomic rate from fi_rdm_atomic
+# (FI_SUM on uint64). SECTIONS=msg, rma or amo (comma-separated) runs only those rows
+# (default: all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh >/dev/null  # incremental: measure what is checked out
@@ -18,8 +19,11 @@ REPEAT=${REPEAT:-5}
 LAT_ITERS=${LAT_ITERS:-20000}
 BW_ITERS=${BW_ITERS:-2000}
 RMA_ITERS=${RMA_ITERS:-1000}
-SECTIONS=${SECTIONS:-msg,rma}
-if [ "${1:-}" = "--quick" ]; then REPEAT=1; LAT_ITERS=2000; BW_ITERS=200; RMA_ITERS=100; fi
+AMO_ITERS=${AMO_ITERS:-100000}
+SECTIONS=${SECTIONS:-msg,rma,amo}
+if [ "${1:-}" = "--quick" ]; then
+    REPEAT=1 LAT_ITERS=2000 BW_ITERS=200 RMA_ITERS=100 AMO_ITERS=2000
+fi
 FABTESTS_BIN=${FABTESTS_BIN:-/opt/fabtests/bin}
 port=48100
 
@@ -75,6 +79,11 @@ if [[ $SECTIONS == *rma* ]] && [ -x "$FABTESTS_BIN/fi_rma_bw" ]; then
                 "$FABTESTS_BIN/fi_rma_bw" -e rdm -o "$op" -S "$size" -I "$RMA_ITERS"
         done
     done
+fi
+if [[ $SECTIONS == *amo* ]] && [ -x "$FABTESTS_BIN/fi_rdm_atomic" ]; then
+    # name bytes iters total time MB/sec usec/xfer Mxfers/sec
+    FT=1 row "fi_rdm_atomic uint64 sum rate (Mops/s)" 8 "higher is better" \
+        "$FABTESTS_BIN/fi_rdm_atomic" -o sum -z uint64 -I "$AMO_ITERS"
 fi
 if [[ $SECTIONS == *msg* ]] && [ -x "$FABTESTS_BIN/fi_rdm_tagged_pingpong" ]; then
     # fabtests print: bytes iters total time MB/sec usec/xfer Mxfers/sec
