@@ -127,7 +127,10 @@ TxOp *Context::tx_by_cookie(uint64_t cookie) {
     size_t i = cookie & 0xffffffffULL;
     if (i >= tx_pool_.size()) return nullptr;
     TxOp *op = &tx_pool_[i];
-    return op->cookie == cookie && op->gen == uint32_t(cookie >> 32) ? op : nullptr;
+    // alloc_tx and free_tx each bump the generation: live operations have odd ones, so
+    // a forged cookie cannot name a slot that was never used (generation 0).
+    bool live = op->gen & 1;
+    return live && op->cookie == cookie && op->gen == uint32_t(cookie >> 32) ? op : nullptr;
 }
 
 // Queue as many packets of `op` as the peer accepts. True when nothing is left to send.

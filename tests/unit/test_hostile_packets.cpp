@@ -153,9 +153,29 @@ TEST(HostilePackets, GarbageInTheRingIsDroppedAndTheEndpointSurvives) {
     h = header(Pkt::kMsg, e);
     h.version = 99;
     send_raw(&h, sizeof(h));
+    // One-sided packets: an atomic naming no op or datatype, one whose element size
+    // disagrees with its datatype, values and data for operations nobody started, and
+    // a write whose piece lies past its own length.
+    h = header(Pkt::kAtomic, e);
+    h.cq_data = 0xffff;
+    send_raw(&h, sizeof(h));
+    h = header(Pkt::kAtomic, e);
+    h.cq_data = FI_SUM | uint64_t(FI_UINT64) << 8;
+    h.msg_len = 3;
+    send_raw(&h, sizeof(h));
+    h = header(Pkt::kAtomicResp, e);
+    h.cookie = 99;
+    send_raw(&h, sizeof(h));
+    h = header(Pkt::kRmaReadResp, e);
+    h.cookie = 98;
+    send_raw(&h, sizeof(h));
+    h = header(Pkt::kRmaWrite, e);
+    h.msg_len = 8;
+    h.offset = 16;
+    send_raw(&h, sizeof(h));
     e.roundtrip(5);
     OK(ops->cntr_read(&e.domain->fid, kDropped, &dropped1, nullptr));
-    EXPECT_GE(dropped1 - dropped0, 7u) << "malformed packets must be counted";
+    EXPECT_GE(dropped1 - dropped0, 12u) << "malformed packets must be counted";
 }
 
 }  // namespace
