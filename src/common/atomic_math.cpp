@@ -4,6 +4,7 @@
 #include <complex>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <type_traits>
 
 #include "common/lock.hpp"
@@ -159,69 +160,43 @@ bool op_known(int op) {
     return op >= FI_MIN && op < FI_ATOMIC_OP_LAST;
 }
 
+namespace {
+
+// Per datatype, in enum order: its element size and the arithmetic on it (none for
+// long double, whose padding bytes are undefined).
+struct TypeOps {
+    size_t size;
+    bool (*run)(int op, void *target, const void *operand, const void *compare, void *fetched);
+};
+constexpr TypeOps kTypes[] = {
+    {1, run<int8_t>},
+    {1, run<uint8_t>},
+    {2, run<int16_t>},
+    {2, run<uint16_t>},
+    {4, run<int32_t>},
+    {4, run<uint32_t>},
+    {8, run<int64_t>},
+    {8, run<uint64_t>},
+    {4, run<float>},
+    {8, run<double>},
+    {8, run<std::complex<float>>},
+    {16, run<std::complex<double>>},
+    {sizeof(long double), nullptr},
+    {2 * sizeof(long double), nullptr},
+    {16, run<i128>},
+    {16, run<u128>},
+};
+static_assert(std::size(kTypes) == FI_UINT128 + 1, "one entry per datatype");
+
+}  // namespace
+
 size_t datatype_size(int dt) {
-    switch (dt) {
-        case FI_INT8:
-        case FI_UINT8:
-            return 1;
-        case FI_INT16:
-        case FI_UINT16:
-            return 2;
-        case FI_INT32:
-        case FI_UINT32:
-        case FI_FLOAT:
-            return 4;
-        case FI_INT64:
-        case FI_UINT64:
-        case FI_DOUBLE:
-        case FI_FLOAT_COMPLEX:
-            return 8;
-        case FI_DOUBLE_COMPLEX:
-        case FI_INT128:
-        case FI_UINT128:
-            return 16;
-        case FI_LONG_DOUBLE:
-            return sizeof(long double);
-        case FI_LONG_DOUBLE_COMPLEX:
-            return 2 * sizeof(long double);
-        default:
-            return 0;
-    }
+    return datatype_known(dt) ? kTypes[dt].size : 0;
 }
 
 bool apply(int op, int dt, void *target, const void *operand, const void *compare, void *fetched) {
-    switch (dt) {
-        case FI_INT8:
-            return run<int8_t>(op, target, operand, compare, fetched);
-        case FI_UINT8:
-            return run<uint8_t>(op, target, operand, compare, fetched);
-        case FI_INT16:
-            return run<int16_t>(op, target, operand, compare, fetched);
-        case FI_UINT16:
-            return run<uint16_t>(op, target, operand, compare, fetched);
-        case FI_INT32:
-            return run<int32_t>(op, target, operand, compare, fetched);
-        case FI_UINT32:
-            return run<uint32_t>(op, target, operand, compare, fetched);
-        case FI_INT64:
-            return run<int64_t>(op, target, operand, compare, fetched);
-        case FI_UINT64:
-            return run<uint64_t>(op, target, operand, compare, fetched);
-        case FI_FLOAT:
-            return run<float>(op, target, operand, compare, fetched);
-        case FI_DOUBLE:
-            return run<double>(op, target, operand, compare, fetched);
-        case FI_FLOAT_COMPLEX:
-            return run<std::complex<float>>(op, target, operand, compare, fetched);
-        case FI_DOUBLE_COMPLEX:
-            return run<std::complex<double>>(op, target, operand, compare, fetched);
-        case FI_INT128:
-            return run<i128>(op, target, operand, compare, fetched);
-        case FI_UINT128:
-            return run<u128>(op, target, operand, compare, fetched);
-        default:
-            return false;  // long double is left out: its padding bytes are undefined
-    }
+    if (!datatype_known(dt) || !kTypes[dt].run) return false;
+    return kTypes[dt].run(op, target, operand, compare, fetched);
 }
 
 }  // namespace softnic::amo

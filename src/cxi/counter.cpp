@@ -14,18 +14,22 @@ int counter_control(fid *f, int command, void *arg) {
     return static_cast<Counter *>(owner_of_fid<Cntr, fid_cntr>(f))->control(command, arg);
 }
 
-int ops_set_wb(fid *f, void *buf, size_t len) {
+// The counter behind an extension call's fid, or null (with a warning).
+Counter *ext_counter(fid *f) {
     Counter *c =
         f && f->fclass == FI_CLASS_CNTR ? counter_of(container_of(f, fid_cntr, fid)) : nullptr;
-    if (!c) SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "not a cxi counter\n");
-    return c->set_wb_buffer(buf, len);
+    if (!c) SN_WARN(FI_LOG_CNTR, "not a cxi counter\n");
+    return c;
+}
+
+int ops_set_wb(fid *f, void *buf, size_t len) {
+    Counter *c = ext_counter(f);
+    return c ? c->set_wb_buffer(buf, len) : -FI_EINVAL;
 }
 
 int ops_mmio(fid *f, void **addr, size_t *len) {
-    Counter *c =
-        f && f->fclass == FI_CLASS_CNTR ? counter_of(container_of(f, fid_cntr, fid)) : nullptr;
-    if (!c) SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "not a cxi counter\n");
-    return c->get_mmio_addr(addr, len);
+    Counter *c = ext_counter(f);
+    return c ? c->get_mmio_addr(addr, len) : -FI_EINVAL;
 }
 
 fi_cxi_cntr_ops counter_ext_ops = {ops_set_wb, ops_mmio};

@@ -24,13 +24,8 @@ void Context::send_ctrl(transport::Link *link, const WireHdr &h, const void *dat
 void Context::send_done(RxMsg *m, uint16_t flags) {
     int err = 0;
     if (!m->src_link) m->src_link = link_for(m->src_nic, m->src_pid, err);
-    WireHdr h{};
-    h.type = static_cast<uint8_t>(Pkt::kDone);
-    h.version = kWireVersion;
+    WireHdr h = wire_hdr(Pkt::kDone, vni_, pid_, domain_.nic().addr);
     h.flags = flags;
-    h.vni = vni_;
-    h.src_pid = static_cast<uint16_t>(pid_);
-    h.src_nic = domain_.nic().addr;
     h.cookie = m->cookie;
     h.msg_len = m->want;
     send_ctrl(m->src_link, h);
@@ -64,12 +59,7 @@ void Context::start_pull(RxMsg *m) {
     m->pulling = true;
     m->dst_cap = m->want;
     inbound_[InKey{m->src_key | kPulledKey, m->cookie}] = m;
-    WireHdr h{};
-    h.type = static_cast<uint8_t>(Pkt::kGetReq);
-    h.version = kWireVersion;
-    h.vni = vni_;
-    h.src_pid = static_cast<uint16_t>(pid_);
-    h.src_nic = domain_.nic().addr;
+    WireHdr h = wire_hdr(Pkt::kGetReq, vni_, pid_, domain_.nic().addr);
     h.cookie = m->cookie;
     h.offset = from;
     h.msg_len = n;

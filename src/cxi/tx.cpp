@@ -12,13 +12,8 @@
 namespace softnic::cxi {
 
 void Context::fill_hdr(WireHdr &h, Pkt type, const SendArgs &a) const {
-    h = WireHdr{};
-    h.type = static_cast<uint8_t>(type);
-    h.version = kWireVersion;
+    h = wire_hdr(type, vni_, pid_, domain_.nic().addr);
     h.flags = (a.tagged ? kWTagged : 0) | ((a.flags & FI_REMOTE_CQ_DATA) ? kWCqData : 0);
-    h.vni = vni_;
-    h.src_pid = static_cast<uint16_t>(pid_);
-    h.src_nic = domain_.nic().addr;
     h.msg_len = a.len;
     h.eager_len = a.len;
     h.tag = a.tag;
