@@ -1,19 +1,29 @@
 #include "common/mr.hpp"
 
+#include <sched.h>
+
+#include <chrono>
+
 #include "common/cntr.hpp"
 
 namespace softnic {
 namespace {
 
 constexpr uint64_t kProvKeyBit = 1ULL << 63;
+// A remote access (a copy, an atomic) holds the MR for a moment, possibly on another
+// thread: a close that races with one waits this long before answering -FI_EBUSY.
+constexpr auto kSettle = std::chrono::milliseconds(100);
 
 int mr_close(fid *f) {
     Mr *mr = owner_of_fid<Mr, fid_mr>(f);
-    if (mr->refs().busy()) SN_REJECT(-FI_EBUSY, FI_LOG_MR, "MR still in use\n");
+    auto until = std::chrono::steady_clock::now() + kSettle;
     // Unpublish under the table's lock: a remote access either holds a reference
     // already (then the MR is busy) or can no longer find it.
-    if (mr->keyed() && !mr->table().retire(mr, mr->key()))
-        SN_REJECT(-FI_EBUSY, FI_LOG_MR, "MR in use by a remote access\n");
+    while (mr->refs().busy() || (mr->keyed() && !mr->table().retire(mr, mr->key()))) {
+        if (std::chrono::steady_clock::now() > until)
+            SN_REJECT(-FI_EBUSY, FI_LOG_MR, "MR in use by a remote access\n");
+        sched_yield();
+    }
     delete mr;
     return 0;
 }
@@ -34,7 +44,8 @@ fi_ops mr_fid_ops = make_fid_ops(mr_close, mr_bind, mr_control, fid_no_ops_open)
 int MrTable::assign(Mr *mr, uint64_t requested, uint64_t &key) {
     std::lock_guard<std::mutex> g(lock_);
     if (prov_keys_) {
-        key = kProvKeyBit | next_seq_++;
+        uint64_t seq = next_seq_++;
+        key = make_prov_key ? make_prov_key(*mr, seq) : kProvKeyBit | seq;
     } else {
         if (requested > 0xFFFFFFFFULL)
             SN_REJECT(-FI_EKEYREJECTED, FI_LOG_MR, "client key 0x%lx exceeds 32 bits\n", requested);
@@ -44,13 +55,19 @@ int MrTable::assign(Mr *mr, uint64_t requested, uint64_t &key) {
     }
     keys_[key] = mr;
     count_.store(keys_.size(), std::memory_order_relaxed);
+    if (on_publish) on_publish(*mr, key);
     return 0;
+}
+
+void MrTable::erase(uint64_t key) {
+    if (!keys_.erase(key)) return;
+    count_.store(keys_.size(), std::memory_order_relaxed);
+    if (on_withdraw) on_withdraw(key);
 }
 
 void MrTable::release(uint64_t key) {
     std::lock_guard<std::mutex> g(lock_);
-    keys_.erase(key);
-    count_.store(keys_.size(), std::memory_order_relaxed);
+    erase(key);
 }
 
 Mr *MrTable::acquire(uint64_t key) {
@@ -64,8 +81,7 @@ Mr *MrTable::acquire(uint64_t key) {
 bool MrTable::retire(Mr *mr, uint64_t key) {
     std::lock_guard<std::mutex> g(lock_);
     if (mr->refs().busy()) return false;
-    keys_.erase(key);
-    count_.store(keys_.size(), std::memory_order_relaxed);
+    erase(key);
     mr->unkey();
     return true;
 }

@@ -38,8 +38,17 @@ class MrTable {
     // The provider's check of an fi_mr_bind to an endpoint (given the MR's registration
     // flags): 0 and the endpoint's reference count (held while bound), or a -FI_E* code.
     std::function<int(struct fid *ep, uint64_t mr_flags, RefCount **refs)> bind_endpoint;
+    // Told when a key becomes remotely reachable and when it stops being so (called
+    // under the table's lock), e.g. to publish it for single-copy access.
+    std::function<void(const Mr &mr, uint64_t key)> on_publish;
+    std::function<void(uint64_t key)> on_withdraw;
+    // The provider key of `mr`, given a sequence number never used before (under the
+    // table's lock); by default bit 63 and the sequence.
+    std::function<uint64_t(const Mr &mr, uint64_t seq)> make_prov_key;
 
   private:
+    void erase(uint64_t key);
+
     bool prov_keys_, endpoint_mode_;
     std::mutex lock_;
     std::unordered_map<uint64_t, Mr *> keys_;
@@ -62,6 +71,7 @@ class Mr {
     const void *base() const { return base_; }
     size_t len() const { return len_; }
     uint64_t access() const { return access_; }
+    uint64_t flags() const { return flags_; }  // registration flags (FI_RMA_EVENT...)
     bool remote() const { return access_ & (FI_REMOTE_READ | FI_REMOTE_WRITE); }
     bool keyed() const { return keyed_; }
     void unkey() { keyed_ = false; }

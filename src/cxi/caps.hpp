@@ -19,6 +19,10 @@ constexpr size_t kRxSizeMax = 15360;
 constexpr size_t kMaxContexts = 16;  // scalable endpoint: one PID per context pair
 constexpr size_t kMinMultiRecvMax = (1ULL << 24) - 1;
 constexpr uint64_t kOptimizedKeys = 100;  // client keys below this are "optimized" MRs
+// Provider-key bits (spec §6.1) and how many MR ids get optimized provider keys.
+constexpr uint64_t kProvKey = 1ULL << 63, kProvKeyOptimized = 1ULL << 61;
+constexpr uint64_t kProvKeyEvents = 1ULL << 60, kProvKeyCqData = 1ULL << 59;
+constexpr uint32_t kOptimizedProvIds = 92;
 
 // Primary capabilities built so far.
 constexpr uint64_t kPrimaryCaps = FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV |

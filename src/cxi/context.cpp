@@ -51,7 +51,9 @@ int Context::open(uint32_t pid, bool quiet) {
     uint32_t first = pid == kPidAny ? 0 : pid, last = pid == kPidAny ? kMaxPid : pid;
     for (uint32_t p = first; p <= last; p++) {
         int err = 0;
-        auto q = transport::shm::ShmRxQueue::create(ring_name(domain_.nic().addr, vni_, p), g, err);
+        auto q =
+            transport::shm::ShmRxQueue::create(ring_name(domain_.nic().addr, vni_, p), g, err,
+                                               domain_.window_attachment(caps_ & FI_RMA_EVENT));
         if (q && open_udp(p) == 0) {
             rxq_ = std::move(q);
             pid_ = p;

@@ -23,6 +23,7 @@
 #include "cxi/rx_state.hpp"
 #include "cxi/wire.hpp"
 #include "transport/offload.hpp"
+#include "transport/shm/window.hpp"
 #include "transport/transport.hpp"
 #include "transport/udp/udp_endpoint.hpp"
 
@@ -56,6 +57,10 @@ struct SendArgs {
     void *result = nullptr;         // fetching atomics: where the previous value goes
     uint8_t amo_op = 0, amo_dt = 0;
     bool restricted = false;  // one-sided: the hardware's restricted (light-weight) path
+    // A triggered operation counts its completion on trig_cntr (may be null) instead
+    // of the endpoint's counter.
+    bool triggered = false;
+    Cntr *trig_cntr = nullptr;
 };
 
 inline bool is_amo(OpKind k) {
@@ -190,6 +195,9 @@ class Context : public ProgressSource,
     // Transmit path (tx.cpp).
     transport::Link *route(fi_addr_t dest, int &err);
     bool try_fast_send(const SendArgs &a, transport::Link *link, int &err);
+    // Single-copy one-sided operations within the host (local_rma.cpp).
+    bool rma_single_copy(const SendArgs &a, transport::Link *link);
+    transport::shm::WindowView *window_for(transport::Link *link);
     TxOp *alloc_tx();
     void free_tx(TxOp *op);
     bool pump(TxOp *op);
@@ -221,6 +229,7 @@ class Context : public ProgressSource,
     std::vector<TxOp> tx_pool_;
     TxOp *tx_free_ = nullptr;
     size_t tx_outstanding_ = 0;
+    std::unordered_map<transport::Link *, transport::shm::WindowView *> windows_;  // cache
     List<TxOp> pending_;  // FIFO of operations still to (fully) transmit
     size_t pending_count_ = 0;
     std::vector<TxOp *> awaiting_ack_;  // transmitted, waiting for the network to acknowledge

@@ -4,6 +4,8 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
+#include <fcntl.h>
+
 #include <algorithm>
 
 #include "common/log.hpp"
@@ -63,7 +65,61 @@ bool supported(fi_op_type t) {
            t == FI_OP_COMPARE_ATOMIC || t == FI_OP_CNTR_SET || t == FI_OP_CNTR_ADD;
 }
 
+thread_local TriggeredIssue t_issue;
+
+// Marks the public call issued on this thread as the triggered operation `it`.
+class IssueScope {
+  public:
+    explicit IssueScope(Cntr *c) {
+        t_issue = TriggeredIssue{true, c};
+        g_triggered_issuing.fetch_add(1, std::memory_order_relaxed);
+    }
+    ~IssueScope() {
+        t_issue = TriggeredIssue{};
+        g_triggered_issuing.fetch_sub(1, std::memory_order_relaxed);
+    }
+};
+
 }  // namespace
+
+std::atomic<int> g_triggered_issuing{0};
+
+TriggeredIssue take_triggered_issue_slow() {
+    TriggeredIssue t = t_issue;
+    t_issue = TriggeredIssue{};
+    return t;
+}
+
+DeferredQueue::~DeferredQueue() {
+    give_slots(items_.size());
+    if (budget_) sem_close(budget_);
+}
+
+void DeferredQueue::limit(const std::string &name, unsigned depth) {
+    sem_t *s = sem_open(name.c_str(), O_CREAT, 0600, depth);
+    if (s == SEM_FAILED) {
+        SN_WARN(FI_LOG_DOMAIN, "no triggered-op budget %s: %s; not enforced\n", name.c_str(),
+                strerror(errno));
+        return;
+    }
+    budget_ = s;
+}
+
+bool DeferredQueue::take_slots(unsigned n) {
+    if (!budget_) return true;
+    for (unsigned i = 0; i < n; i++) {
+        if (sem_trywait(budget_) == 0) continue;
+        give_slots(i);
+        return false;
+    }
+    return true;
+}
+
+void DeferredQueue::give_slots(size_t n) {
+    if (!budget_) return;
+    for (size_t i = 0; i < n; i++)
+        sem_post(budget_);
+}
 
 int DeferredQueue::check(const fi_deferred_work &w, const void *domain) {
     Counter *trig = counter_of(w.triggering_cntr);
@@ -78,6 +134,8 @@ int DeferredQueue::check(const fi_deferred_work &w, const void *domain) {
             SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "no target counter\n");
         return 0;
     }
+    if (w.completion_cntr && !counter_of(w.completion_cntr))
+        SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "completion counter is not a counter\n");
     uint64_t flags = 0;
     size_t iov_count = 0;
     fid_ep *ep = ep_of(w, flags, iov_count);
@@ -103,6 +161,7 @@ int DeferredQueue::queue(fi_deferred_work *w, const void *domain) {
     it.type = w->op_type;
     it.trigger = counter_of(w->triggering_cntr);
     it.threshold = w->threshold;
+    it.completion = counter_of(w->completion_cntr);
     bool wb = false;
     switch (w->op_type) {
         case FI_OP_RECV:
@@ -130,6 +189,8 @@ int DeferredQueue::queue(fi_deferred_work *w, const void *domain) {
             it.op.cntr = *w->op.cntr;
             break;
     }
+    if (!take_slots(wb ? 2 : 1))
+        SN_REJECT(-FI_ENOSPC, FI_LOG_DOMAIN, "triggered-op budget exhausted\n");
     {
         std::lock_guard g(lock_);
         items_.push_back(it);
@@ -150,12 +211,14 @@ int DeferredQueue::cancel(fi_deferred_work *w) {
     if (!w) SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "NULL deferred work\n");
     std::lock_guard g(lock_);
     size_t n = std::erase_if(items_, [w](const Item &it) { return it.work == w; });
+    give_slots(n);
     return n ? 0 : -FI_ENOENT;
 }
 
 // Drops everything that has not fired; no completions.
 int DeferredQueue::flush() {
     std::lock_guard g(lock_);
+    give_slots(items_.size());
     items_.clear();
     return 0;
 }
@@ -182,6 +245,7 @@ void DeferredQueue::run() {
             wake();
             return;
         }
+        give_slots(1);  // the slot is free once the operation has been issued
         if (rc) SN_WARN(FI_LOG_DOMAIN, "triggered operation failed: %zd\n", rc);
     }
 }
@@ -193,6 +257,7 @@ ssize_t DeferredQueue::fire(Item &it) {
         return 0;
     }
     auto &o = it.op;
+    IssueScope scope(it.completion);
     switch (it.type) {
         case FI_OP_RECV:
             return fi_recvmsg(o.msg.ep, &o.msg.msg, o.msg.flags);

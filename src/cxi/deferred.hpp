@@ -9,16 +9,50 @@
 
 #include <rdma/fi_trigger.h>
 
+#include <semaphore.h>
+
 #include <atomic>
 #include <deque>
 #include <mutex>
+#include <string>
+
+namespace softnic {
+class Cntr;
+}
 
 namespace softnic::cxi {
 
 class Counter;
 
+// Triggered operations the default service allows, less the 8 reserved (get_dwq_depth).
+constexpr unsigned kTrigOpDepth = 512 - 8;
+
+// While a triggered operation is being issued through the public call: the counter its
+// completion counts on instead of the endpoint's (fi_deferred_work.completion_cntr,
+// possibly none). The transmit and receive paths take it once.
+struct TriggeredIssue {
+    bool active = false;
+    Cntr *cntr = nullptr;
+};
+TriggeredIssue take_triggered_issue_slow();
+// Threads issuing a triggered operation right now; while none is, the data path does
+// not even look at the thread-local record.
+extern std::atomic<int> g_triggered_issuing;
+inline TriggeredIssue take_triggered_issue() {
+    if (g_triggered_issuing.load(std::memory_order_relaxed) == 0) return {};
+    return take_triggered_issue_slow();
+}
+
 class DeferredQueue {
   public:
+    DeferredQueue() = default;
+    ~DeferredQueue();
+    DeferredQueue(const DeferredQueue &) = delete;
+    DeferredQueue &operator=(const DeferredQueue &) = delete;
+
+    // FI_CXI_ENABLE_TRIG_OP_LIMIT: queued operations take slots of a budget of `depth`
+    // shared by every process on the NIC (a named semaphore); none left: -FI_ENOSPC.
+    void limit(const std::string &name, unsigned depth);
     int queue(fi_deferred_work *work, const void *domain);
     int cancel(fi_deferred_work *work);
     int flush();
@@ -34,7 +68,8 @@ class DeferredQueue {
         fi_op_type type;
         Counter *trigger;
         uint64_t threshold;
-        bool writeback;  // FI_CXI_CNTR_WB: only write the trigger's word back
+        bool writeback;    // FI_CXI_CNTR_WB: only write the trigger's word back
+        Cntr *completion;  // counts the operation's completion (may be null)
         union {
             fi_op_msg msg;
             fi_op_tagged tagged;
@@ -47,11 +82,14 @@ class DeferredQueue {
     };
     static int check(const fi_deferred_work &w, const void *domain);
     static ssize_t fire(Item &it);
+    bool take_slots(unsigned n);
+    void give_slots(size_t n);
 
     std::mutex lock_;     // items_
     std::mutex running_;  // one thread fires at a time, in queue order
     std::deque<Item> items_;
     std::atomic<bool> ready_{false};
+    sem_t *budget_ = nullptr;  // with FI_CXI_ENABLE_TRIG_OP_LIMIT
 };
 
 }  // namespace softnic::cxi

@@ -54,7 +54,7 @@ size_t ep_get_unexp_msgs(fid_ep *ep, fi_cq_tagged_entry *entries, size_t count, 
 
 int get_dwq_depth(fid *f, size_t *depth) {
     if (!domain_of(f) || !depth) SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "bad arguments\n");
-    *depth = 512 - 8;  // the default service's triggered-op budget less the reserve
+    *depth = kTrigOpDepth;
     return 0;
 }
 

@@ -1,6 +1,9 @@
 #include "cxi/domain.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "common/av.hpp"
@@ -179,6 +182,14 @@ Domain::Domain(Fabric &fabric, const fi_info &info, const SoftNic &nic, void *co
     udp_cfg_.retry_limit = unsigned(e.udp_retry_limit);
     udp_cfg_.offload = e.udp_gso;
     udp_cfg_.faults = e.fault_config;
+    open_window();
+    mrs_.make_prov_key = [this](const Mr &mr, uint64_t seq) { return prov_key(mr, seq); };
+    mrs_.on_withdraw = [this](uint64_t key) { mr_withdrawn(key); };
+    if (e.enable_trig_op_limit) {  // one budget per user and NIC, as per service
+        char name[64];
+        std::snprintf(name, sizeof(name), "/softnic-trig-%u-%05x", unsigned(getuid()), nic.addr);
+        deferred_.limit(name, kTrigOpDepth);
+    }
     fabric_.refs().get();
 }
 
@@ -212,6 +223,27 @@ transport::Link *Domain::link_to(uint32_t nic, uint16_t vni, uint32_t pid, int &
     all_links_.push_back(std::move(link));
     links_[key] = l;
     return l;
+}
+
+// Provider keys (spec §6.1): bit 63, the flags optimized (61), events (60) and remote
+// CQ data (59), a 16-bit MR id and a 43-bit sequence that never repeats. MRs with
+// one of the first 92 ids are optimized when the domain allows it and the MR needs
+// neither events nor CQ data. Runs under the MR table's lock, as mr_withdrawn does.
+uint64_t Domain::prov_key(const Mr &mr, uint64_t seq) {
+    uint32_t id = 0;
+    while (id + 1 < mr_ids_.size() && mr_ids_[id])
+        id++;
+    mr_ids_[id] = true;  // (the last id is shared once all others are taken)
+    bool events = (mr.flags() & FI_RMA_EVENT) || options_.mr_match_events;
+    bool cq_data = writedata();
+    bool opt = options_.optimized_mrs && !events && !cq_data && id < kOptimizedProvIds;
+    return kProvKey | (opt ? kProvKeyOptimized : 0) | (events ? kProvKeyEvents : 0) |
+           (cq_data ? kProvKeyCqData : 0) | (uint64_t(id) << 43) | (seq & ((1ULL << 43) - 1));
+}
+
+void Domain::mr_withdrawn(uint64_t key) {
+    if (window_) window_->withdraw(key);
+    if (mrs_.prov_keys()) mr_ids_[(key >> 43) & 0xffff] = false;
 }
 
 void Domain::drop_link(transport::Link *link) {

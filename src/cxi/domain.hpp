@@ -16,6 +16,8 @@
 #include "common/mr.hpp"
 #include "cxi/deferred.hpp"
 #include "cxi/nic.hpp"
+#include "transport/shm/shm_transport.hpp"
+#include "transport/shm/window.hpp"
 #include "transport/transport.hpp"
 #include "transport/udp/udp_endpoint.hpp"
 
@@ -30,7 +32,9 @@ enum HwCounter : unsigned {
     C_CNTR_IXE_RX_PTL_UNRESTRICTED_PKT = 1175,
     C_CNTR_IXE_RX_PTL_RESTRICTED_PKT = 1178,
     C_CNTR_HNI_HRP_ACK = 1582,
-    // softnic's own, in the last slot: packets dropped as malformed (untrusted input).
+    // softnic's own, in the last slots: one-sided operations done in a single copy
+    // within the host, and packets dropped as malformed (untrusted input).
+    SOFTNIC_CNTR_SINGLE_COPY_RMA = 2526,
     SOFTNIC_CNTR_DROPPED_PKTS = 2527,
     C1_CNTR_SIZE = 2528,
 };
@@ -71,10 +75,25 @@ class Domain {
     // Forget a link whose peer went away, so that the next lookup reopens it.
     void drop_link(transport::Link *link);
 
+    // Single-copy one-sided operations within the host (local_rma.cpp): the word our
+    // rings publish, and the window of the endpoint behind a shared-memory link (null
+    // when it has none we can use).
+    uint64_t window_attachment(bool needs_events) const;
+    transport::shm::WindowView *window_of(transport::Link *link);
+
+    // Our own counting stays in process memory (the message path counts); what local
+    // initiators count for us (single-copy writes) lands in the window's copy.
     void count(unsigned id, uint64_t n = 1) { hw_[id].fetch_add(n, std::memory_order_relaxed); }
-    uint64_t hw_counter(unsigned id) const { return hw_[id].load(std::memory_order_relaxed); }
+    uint64_t hw_counter(unsigned id) const {
+        uint64_t v = hw_[id].load(std::memory_order_relaxed);
+        return remote_hw_ ? v + remote_hw_[id].load(std::memory_order_relaxed) : v;
+    }
 
   private:
+    void open_window();
+    uint64_t prov_key(const Mr &mr, uint64_t seq);
+    void mr_withdrawn(uint64_t key);
+
     Handle<fid_domain, Domain> handle_;
     Fabric &fabric_;
     const SoftNic nic_;
@@ -87,8 +106,14 @@ class Domain {
     transport::udp::UdpConfig udp_cfg_;
     std::mutex links_lock_;
     std::unordered_map<uint64_t, transport::Link *> links_;
-    std::vector<std::unique_ptr<transport::Link>> all_links_;  // including retired ones
+    std::vector<std::unique_ptr<transport::shm::ShmLink>> all_links_;  // retired ones too
+    std::unordered_map<const transport::Link *, std::unique_ptr<transport::shm::WindowView>>
+        views_;  // by link, null when unusable; under links_lock_
+    std::vector<bool> mr_ids_ = std::vector<bool>(1u << 16);  // provider-key MR ids in use
+    std::unique_ptr<transport::shm::Window> window_;
+    uint32_t window_seq_ = 0;
     std::array<std::atomic<uint64_t>, C1_CNTR_SIZE> hw_{};
+    std::atomic<uint64_t> *remote_hw_ = nullptr;  // in the window
     RefCount refs_;
 };
 

@@ -140,6 +140,8 @@ Endpoint::Endpoint(Domain &domain, const fi_info &info, void *context, bool scal
     uint64_t rxf = default_rx_flags(info.rx_attr ? info.rx_attr->op_flags : FI_COMPLETION);
     view_.tx_flags = txf;
     view_.rx_flags = rxf;
+    if (info.tx_attr && info.tx_attr->tclass != FI_TC_UNSPEC) view_.tclass = info.tx_attr->tclass;
+    if (info.tx_attr && info.tx_attr->msg_order) view_.msg_order = info.tx_attr->msg_order;
     size_t n = std::max(tx_ctx_cnt_, rx_ctx_cnt_);
     for (size_t i = 0; i < n; i++)
         contexts_.push_back(std::make_unique<Context>(domain, caps_, tx_size_));
@@ -202,6 +204,8 @@ int endpoint_open(fid_domain *domain, fi_info *info, fid_ep **ep, void *context)
     if (info->rx_attr && info->rx_attr->size > kRxSizeMax)
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "rx size %zu > %zu\n", info->rx_attr->size,
                   kRxSizeMax);
+    if (info->tx_attr && !tclass_valid(info->tx_attr->tclass))
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "bad tclass 0x%x\n", info->tx_attr->tclass);
     if (info->src_addr) {
         if (info->src_addrlen < sizeof(CxiAddr))
             SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "src_addr is not an FI_ADDR_CXI\n");

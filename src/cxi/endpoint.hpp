@@ -21,12 +21,21 @@ class Endpoint;
 enum Side : unsigned { kTx = 1, kRx = 2, kBoth = 3 };
 
 // What a fid_ep refers to: an endpoint (or one of its contexts), with its own op flags.
+// FI_TC_UNSPEC or a named class up to FI_TC_SCAVENGER (no DSCP values).
+inline bool tclass_valid(uint32_t tc) {
+    return tc == FI_TC_UNSPEC || (tc >= FI_TC_BEST_EFFORT && tc <= FI_TC_SCAVENGER);
+}
+
 struct EpView {
     Handle<fid_ep, EpView> h;
     Endpoint *ep = nullptr;
     Context *ctx = nullptr;  // null for the scalable endpoint itself
     unsigned side = kBoth;
     uint64_t tx_flags = 0, rx_flags = 0;
+    // FI_OPT_CXI_SET_TCLASS / SET_MSG_ORDER (per view, so per alias). The software NIC
+    // has no traffic classes and keeps every order it advertises whatever is asked.
+    uint32_t tclass = FI_TC_BEST_EFFORT;
+    uint64_t msg_order = kMsgOrder;
     bool is_alias = false;
     EpView *parent = nullptr;
 };
@@ -52,6 +61,8 @@ class Endpoint {
     int control(EpView &v, int command, void *arg);
     int getopt(EpView &v, int level, int name, void *val, size_t *len);
     int setopt(EpView &v, int level, int name, const void *val, size_t len);
+    // FI_SET_VAL and the FI_OPT_CXI_SET_* names of fi_setopt (spec §8.5).
+    int set_var(EpView &v, int name, const void *val);
     int getname(EpView &v, void *addr, size_t *len);
     int open_context(unsigned side, int index, fid_ep **out, void *context);
     int close_view(EpView &v);

@@ -35,6 +35,9 @@ const ParamDef kParams[] = {
     {ParamDef::kBool, "optimized_mrs", "Enable optimized memory regions (keys 0-99)."},
     {ParamDef::kBool, "enable_writedata",
      "Enable fi_writedata (needs FI_MR_PROV_KEY and a CQ data size)."},
+    {ParamDef::kBool, "enable_trig_op_limit",
+     "Enforce the triggered-operation budget across the processes of a NIC "
+     "(named semaphore); none left: -FI_ENOSPC."},
     {ParamDef::kStr, "llring_mode", "Low-latency command ring policy: idle, always, never."},
     {ParamDef::kStr, "cq_policy", "Command queue write-back policy (no effect in software)."},
     {ParamDef::kSize, "default_vni", "Default VNI value (masked to 16 bits)."},
@@ -112,6 +115,7 @@ void read_all(const fi_provider *p, Env &e) {
     get_size(p, "oflow_buf_count", e.oflow_buf_count);
     get_bool(p, "optimized_mrs", e.optimized_mrs);
     get_bool(p, "enable_writedata", e.enable_writedata);
+    get_bool(p, "enable_trig_op_limit", e.enable_trig_op_limit);
     get_str(p, "llring_mode", e.llring_mode);
     get_str(p, "cq_policy", e.cq_policy);
     get_size(p, "default_vni", e.default_vni);

@@ -29,6 +29,7 @@ struct Env {
     // Accepted for compatibility; documented as having no effect in software.
     bool odp = false, ats = false, optimized_mrs = true;
     bool enable_writedata = false;
+    bool enable_trig_op_limit = false;
     std::string ats_mlock_mode = "all", llring_mode = "idle", cq_policy = "low_empty";
     size_t eq_ack_batch_size = 32;
     // Resources.

@@ -178,6 +178,8 @@ int Endpoint::control(EpView &v, int command, void *arg) {
             a->is_alias = true;
             a->tx_flags = v.tx_flags;
             a->rx_flags = v.rx_flags;
+            a->tclass = v.tclass;
+            a->msg_order = v.msg_order;
             uint64_t &t = tx ? a->tx_flags : a->rx_flags;
             t = alias->flags & ~(FI_TRANSMIT | FI_RECV);
             a->h.fid.msg = v.h.fid.msg;
@@ -186,15 +188,51 @@ int Endpoint::control(EpView &v, int command, void *arg) {
             *alias->fid = &a->h.fid.fid;
             return 0;
         }
+        case FI_SET_VAL: {
+            auto *var = static_cast<fi_fid_var *>(arg);
+            if (!var) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "NULL fi_fid_var\n");
+            return set_var(v, var->name, var->val);
+        }
         default:
             SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "unsupported endpoint control %d\n", command);
     }
 }
 
+int Endpoint::set_var(EpView &v, int name, const void *val) {
+    if (!val) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "NULL option value\n");
+    switch (name) {
+        case FI_OPT_CXI_SET_TCLASS: {
+            uint32_t tc = *static_cast<const uint32_t *>(val);
+            if (!tclass_valid(tc)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "bad tclass 0x%x\n", tc);
+            v.tclass = tc == FI_TC_UNSPEC ? uint32_t(FI_TC_BEST_EFFORT) : tc;
+            return 0;
+        }
+        case FI_OPT_CXI_SET_MSG_ORDER: {
+            uint64_t order = *static_cast<const uint64_t *>(val);
+            if (order & ~kMsgOrder)
+                SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "unsupported order bits 0x%lx\n",
+                          order & ~kMsgOrder);
+            v.msg_order = order;
+            return 0;
+        }
+        case FI_OPT_CXI_SET_RNR_MAX_RETRY_TIME:
+            SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "not an FI_PROTO_CXI_RNR endpoint\n");
+        default:
+            SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "unknown variable %d\n", name);
+    }
+}
+
 int Endpoint::getopt(EpView &v, int level, int name, void *val, size_t *len) {
     if (!val || !len) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "NULL option buffer\n");
-    if (level != FI_OPT_ENDPOINT || name != FI_OPT_MIN_MULTI_RECV)
-        SN_REJECT(-FI_ENOPROTOOPT, FI_LOG_EP_CTRL, "unknown option %d/%d\n", level, name);
+    if (level != FI_OPT_ENDPOINT)
+        SN_REJECT(-FI_ENOPROTOOPT, FI_LOG_EP_CTRL, "unknown option level %d\n", level);
+    if (name == FI_OPT_CXI_GET_RNR_APPEND_RETRY_ATTEMPTS) {
+        if (*len < sizeof(uint64_t))
+            SN_REJECT(-FI_ETOOSMALL, FI_LOG_EP_CTRL, "option buffer too small\n");
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "not an FI_PROTO_CXI_RNR endpoint\n");
+    }
+    if (name != FI_OPT_MIN_MULTI_RECV)
+        SN_REJECT(-FI_ENOPROTOOPT, FI_LOG_EP_CTRL, "unknown option %d\n", name);
     if (*len < sizeof(size_t))
         SN_REJECT(-FI_ETOOSMALL, FI_LOG_EP_CTRL, "option buffer too small\n");
     Context *c = v.ctx ? v.ctx : contexts_[0].get();
@@ -205,8 +243,21 @@ int Endpoint::getopt(EpView &v, int level, int name, void *val, size_t *len) {
 
 int Endpoint::setopt(EpView &v, int level, int name, const void *val, size_t len) {
     if (!val) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "NULL option value\n");
-    if (level != FI_OPT_ENDPOINT || name != FI_OPT_MIN_MULTI_RECV)
-        SN_REJECT(-FI_ENOPROTOOPT, FI_LOG_EP_CTRL, "unknown option %d/%d\n", level, name);
+    if (level != FI_OPT_ENDPOINT)
+        SN_REJECT(-FI_ENOPROTOOPT, FI_LOG_EP_CTRL, "unknown option level %d\n", level);
+    switch (name) {
+        case FI_OPT_CXI_SET_TCLASS:
+        case FI_OPT_CXI_SET_MSG_ORDER:
+        case FI_OPT_CXI_SET_RNR_MAX_RETRY_TIME: {
+            size_t need = name == FI_OPT_CXI_SET_TCLASS ? sizeof(uint32_t) : sizeof(uint64_t);
+            if (len < need) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "option value too small\n");
+            return set_var(v, name, val);
+        }
+        case FI_OPT_MIN_MULTI_RECV:
+            break;
+        default:
+            SN_REJECT(-FI_ENOPROTOOPT, FI_LOG_EP_CTRL, "unknown option %d\n", name);
+    }
     if (len < sizeof(size_t)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "option value too small\n");
     size_t m = *static_cast<const size_t *>(val);
     if (m > kMinMultiRecvMax) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "min_multi_recv too large\n");

@@ -38,7 +38,7 @@ void Context::start_pull(RxMsg *m) {
         complete_rx(m, FI_EIO);  // the sender is gone
         return;
     }
-    if (transport::BulkReader *b = m->src_link->bulk()) {
+    if (transport::BulkAccess *b = m->src_link->bulk()) {
         // One read from the start of the buffer: page-aligned copies run faster than
         // skipping the few eager bytes that already arrived.
         size_t from = m->want >= kRealignMin ? 0 : m->pull_from, n = m->want - from;

@@ -29,8 +29,6 @@ struct Rma {
     uint64_t data = 0;  // FI_REMOTE_CQ_DATA
 };
 
-constexpr uint64_t kProvKeyOptimized = 1ULL << 61;  // provider-key flag bits (spec §6.1)
-
 // Remote CQ data (fi_writedata & co) is offered only where the domain enables it, and
 // only towards standard provider keys.
 int check_writedata(EpView *v, uint64_t key) {
@@ -67,9 +65,9 @@ ssize_t do_rma(fid_ep *ep, OpKind kind, const Rma &r, bool inject_call = false) 
     // Writes to optimized keys take the restricted path unless the target needs events.
     // (Our packets to one peer stay in order, so WAW ordering does not rule it out.)
     Domain &d = v->ep->domain();
-    a.restricted = w && !d.mrs().prov_keys() && d.options().optimized_mrs &&
-                   r.key < kOptimizedKeys && !v->ep->remote_events() &&
-                   !(r.flags & FI_REMOTE_CQ_DATA);
+    bool optimized = d.mrs().prov_keys() ? (r.key & kProvKeyOptimized) != 0
+                                         : d.options().optimized_mrs && r.key < kOptimizedKeys;
+    a.restricted = w && optimized && !v->ep->remote_events() && !(r.flags & FI_REMOTE_CQ_DATA);
     return v->ctx->send(a);
 }
 

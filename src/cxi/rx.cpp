@@ -196,14 +196,15 @@ void Context::complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *buf
         err = FI_EADDRNOTAVAIL;
         peer = make_addr(m->src_nic, m->src_pid);
     }
+    Cntr *cntr = op->triggered ? op->trig_cntr : rx_.cntr;
     if (!err) {
-        if (rx_.cntr) rx_.cntr->inc(rx_.cntr->counts_bytes() ? len : 1);
+        if (cntr) cntr->inc(cntr->counts_bytes() ? len : 1);
         bool wanted = !rx_.selective || (op->flags & FI_COMPLETION);
         if (rx_.cq && (wanted || (flags & FI_MULTI_RECV)))
             rx_.cq->push(Completion{op->context, wanted ? flags : FI_MULTI_RECV, wanted ? len : 0,
                                     buf, m ? m->data : 0, op->tagged && m ? m->tag : 0, src});
     } else {
-        if (rx_.cntr) rx_.cntr->inc_err();
+        if (cntr) cntr->inc_err();
         ErrorCompletion e;
         e.entry = fi_cq_err_entry{op->context,
                                   flags,

@@ -25,6 +25,7 @@ RecvOp make_recv(const RecvArgs &a) {
 }  // namespace
 
 ssize_t Context::recv(const RecvArgs &a) {
+    TriggeredIssue t = take_triggered_issue();
     SpinGuard g(lock_);
     if (a.flags & FI_CLAIM) {  // the message a PEEK|CLAIM reserved for this context
         RxMsg *m = unexpected_[a.tagged].head;
@@ -39,6 +40,8 @@ ssize_t Context::recv(const RecvArgs &a) {
     }
     RecvOp *op = alloc_recv();
     *op = make_recv(a);
+    op->triggered = t.active;
+    op->trig_cntr = t.cntr;
     if (a.flags & FI_MORE) {  // held until an operation without FI_MORE arrives
         held_recvs_.push_back(op);
         return 0;
@@ -114,7 +117,7 @@ int Context::cancel(void *context) {
         op->unlinked = true;
         return 0;
     }
-    if (rx_.cntr) rx_.cntr->inc_err();
+    if (Cntr *c = op->triggered ? op->trig_cntr : rx_.cntr) c->inc_err();
     ErrorCompletion e;
     uint64_t flags = (op->tagged ? FI_TAGGED : FI_MSG) | FI_RECV | (multi ? FI_MULTI_RECV : 0);
     e.entry =

@@ -8,6 +8,10 @@
 
 #include "transport/transport.hpp"
 
+namespace softnic {
+class Cntr;
+}
+
 namespace softnic::cxi {
 
 // Intrusive FIFO list: posted and unexpected lists keep arrival order.
@@ -36,6 +40,8 @@ struct RecvOp {
     fi_addr_t src{};  // FI_DIRECTED_RECV source, or FI_ADDR_UNSPEC
     uint64_t tag{}, ignore{};
     bool tagged{};
+    bool triggered{};  // counts on trig_cntr instead of the endpoint's counter
+    Cntr *trig_cntr{};
     // Multi-receive: bytes consumed, messages still landing, unlinked from the list.
     size_t used{};
     unsigned inflight{};

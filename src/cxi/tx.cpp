@@ -52,6 +52,12 @@ bool Context::try_fast_send(const SendArgs &a, transport::Link *link, int &err) 
 }
 
 ssize_t Context::send(const SendArgs &a) {
+    if (TriggeredIssue t = take_triggered_issue(); t.active) {  // once: the record is taken
+        SendArgs b = a;
+        b.triggered = true;
+        b.trig_cntr = t.cntr;
+        return send(b);
+    }
     SpinGuard g(lock_);
     int err = 0;
     transport::Link *link = route(a.dest, err);
@@ -64,7 +70,7 @@ ssize_t Context::send(const SendArgs &a) {
             complete_send(a, FI_EIO, C_RC_PTLTE_NOT_FOUND);
         return 0;
     }
-    if (try_fast_send(a, link, err)) {
+    if (try_fast_send(a, link, err) || rma_single_copy(a, link)) {
         eagain_streak_ = 0;
         return 0;
     }
@@ -241,6 +247,7 @@ void Context::complete_send(const SendArgs &a, int err, int prov_errno) {
         flags = (is_amo(a.kind) ? FI_ATOMIC : FI_RMA) | (w ? FI_WRITE : FI_READ);
         cntr = w ? tx_.write_cntr : tx_.read_cntr;
     }
+    if (a.triggered) cntr = a.trig_cntr;
     if (!err) {
         if (a.restricted && (a.flags & FI_CXI_HRP)) domain_.count(C_CNTR_HNI_HRP_ACK);
         if (cntr) cntr->inc(cntr->counts_bytes() ? a.len : 1);

@@ -14,12 +14,14 @@
 
 namespace softnic::transport {
 
-// Single-copy access to a peer's memory (process_vm_readv within a host).
-class BulkReader {
+// Single-copy access to a peer's memory (process_vm_readv/writev within a host).
+class BulkAccess {
   public:
-    virtual ~BulkReader() = default;
+    virtual ~BulkAccess() = default;
     // Copy len bytes at the peer's remote_addr into local; -errno on failure.
     virtual ssize_t read(void *local, uint64_t remote_addr, size_t len) = 0;
+    // Copy len bytes from local to the peer's remote_addr; -errno on failure.
+    virtual ssize_t write(uint64_t remote_addr, const void *local, size_t len) = 0;
 };
 
 // A path to one remote receive queue.
@@ -45,8 +47,8 @@ class Link {
     virtual bool alive() = 0;
     // True when the peer process is known to be gone. May cost a system call.
     virtual bool peer_dead() = 0;
-    // Single-copy pull from the peer's address space, if this transport offers it.
-    virtual BulkReader *bulk() { return nullptr; }
+    // Single-copy access to the peer's address space, if this transport offers it.
+    virtual BulkAccess *bulk() { return nullptr; }
     // Reliable network transports report transmit completion only once the peer has
     // acknowledged: last_token() names the packets queued so far, acked(token) says
     // whether all of them have arrived. Shared memory is complete once queued.

@@ -3,10 +3,13 @@
 // Endpoint a (cxi0) is the initiator; b lives on the transport's peer domain.
 #pragma once
 
+#include <rdma/fi_cxi_ext.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_ext.h>
+#include <rdma/fi_rma.h>
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "fixture.hpp"
@@ -41,6 +44,34 @@ class OneSidedTest : public TransportTest {
         post([&] { return op(&ctx); }, what);
         ErrComp e = wait_err(p.a->tx(), &ctx, what);
         EXPECT_EQ(FI_EIO, e.e.err) << what;
+    }
+    // A write or read from a to b's MR, waited for.
+    Comp write(Pair &p, const std::vector<uint8_t> &src, uint64_t off, uint64_t key) {
+        int ctx = 0;
+        post(
+            [&] {
+                return fi_write(p.a->ep(), src.data(), src.size(), nullptr, p.a2b, off, key, &ctx);
+            },
+            "fi_write");
+        return wait_comp(p.a->tx(), &ctx, "write of " + std::to_string(src.size()));
+    }
+    Comp read(Pair &p, std::vector<uint8_t> &dst, uint64_t off, uint64_t key) {
+        int ctx = 0;
+        post(
+            [&] {
+                return fi_read(p.a->ep(), dst.data(), dst.size(), nullptr, p.a2b, off, key, &ctx);
+            },
+            "fi_read");
+        return wait_comp(p.a->tx(), &ctx, "read of " + std::to_string(dst.size()));
+    }
+    // The emulated hardware counter `id` of domain d (cntr_read extension).
+    uint64_t hw(fid_domain *d, unsigned id) {
+        fi_cxi_dom_ops *ops = nullptr;
+        EXPECT_OK(
+            fi_open_ops(&d->fid, FI_CXI_DOM_OPS_6, 0, reinterpret_cast<void **>(&ops), nullptr));
+        uint64_t v = 0;
+        EXPECT_OK(ops->cntr_read(&d->fid, id, &v, nullptr));
+        return v;
     }
     // Both sides of the test; the MR (declared after) is closed before the endpoints.
     Pair &pair(const EpOptions &o) { return p_ = make_pair(o, o); }

@@ -184,6 +184,28 @@ int run_hammer(Ctx &c, int count) {
     return g_failed ? 1 : 0;
 }
 
+// The target of one-sided operations that never calls into libfabric while they run:
+// it exposes 1 MiB (pattern 77), then blocks on the socket until told to check that
+// the first half now holds pattern 78.
+int run_window(Ctx &c) {
+    EpOptions o;
+    o.caps = FI_MSG | FI_RMA;
+    EndpointPtr ep = c.session.endpoint(c.domain, o);
+    exchange(*ep, c.fd);
+    std::vector<uint8_t> mem = pattern(1 << 20, 77);
+    Fid<fid_mr> mr;
+    CXIT_CHECK(CXIT_OPEN(mr, fi_mr_reg(c.session.domain(c.domain, o), mem.data(), mem.size(),
+                                       FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, OUT, nullptr)));
+    CXIT_CHECK(fi_mr_bind(mr.get(), &ep->ep()->fid, 0));
+    CXIT_CHECK(fi_mr_enable(mr.get()));
+    proc::send_str(c.fd, std::to_string(fi_mr_key(mr.get())));
+    proc::expect_str_idle(c.fd, "CHECK");
+    size_t bad = mismatch(mem.data(), mem.size() / 2, 78);
+    proc::send_str(c.fd, bad == SIZE_MAX ? "OK" : "BAD at " + std::to_string(bad));
+    proc::expect_str(c.fd, "BYE");
+    return g_failed ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -204,6 +226,8 @@ int main(int argc, char **argv) {
         rc = run_shared_av(c, argv[4]);
     } else if (mode == "echo") {
         rc = run_echo(c);
+    } else if (mode == "window") {
+        rc = run_window(c);
     } else if (mode == "hammer" && argc >= 5) {
         rc = run_hammer(c, std::atoi(argv[4]));
     } else {

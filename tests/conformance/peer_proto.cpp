@@ -29,7 +29,7 @@ void write_all(int fd, const void *data, size_t len) {
     }
 }
 
-void read_all(int fd, void *data, size_t len, Clock::time_point deadline) {
+void read_all(int fd, void *data, size_t len, Clock::time_point deadline, bool drive = true) {
     uint8_t *p = static_cast<uint8_t *>(data);
     while (len > 0) {
         pollfd pfd{fd, POLLIN, 0};
@@ -37,7 +37,7 @@ void read_all(int fd, void *data, size_t len, Clock::time_point deadline) {
         if (pr < 0 && errno != EINTR) CXIT_FAIL(std::string("poll: ") + std::strerror(errno));
         if (pr <= 0) {
             if (Clock::now() > deadline) CXIT_FAIL("timed out waiting for the peer socket");
-            progress_all();
+            if (drive) progress_all();
             continue;
         }
         ssize_t n = ::recv(fd, p, len, 0);
@@ -65,14 +65,20 @@ void send_str(int fd, const std::string &s) {
     send_blob(fd, s.data(), s.size());
 }
 
-std::vector<uint8_t> recv_blob(int fd, std::chrono::milliseconds timeout) {
+namespace {
+std::vector<uint8_t> recv_blob(int fd, std::chrono::milliseconds timeout, bool drive) {
     const auto deadline = Clock::now() + timeout;
     uint32_t n = 0;
-    read_all(fd, &n, sizeof(n), deadline);
+    read_all(fd, &n, sizeof(n), deadline, drive);
     CXIT_REQUIRE(n <= (1u << 20), "oversized control message");
     std::vector<uint8_t> v(n);
-    if (n) read_all(fd, v.data(), n, deadline);
+    if (n) read_all(fd, v.data(), n, deadline, drive);
     return v;
+}
+}  // namespace
+
+std::vector<uint8_t> recv_blob(int fd, std::chrono::milliseconds timeout) {
+    return recv_blob(fd, timeout, true);
 }
 
 std::string recv_str(int fd, std::chrono::milliseconds timeout) {
@@ -82,6 +88,12 @@ std::string recv_str(int fd, std::chrono::milliseconds timeout) {
 
 void expect_str(int fd, const std::string &expected, std::chrono::milliseconds timeout) {
     std::string got = recv_str(fd, timeout);
+    if (got != expected) CXIT_FAIL("peer said '" + got + "' but '" + expected + "' was expected");
+}
+
+void expect_str_idle(int fd, const std::string &expected, std::chrono::milliseconds timeout) {
+    auto v = recv_blob(fd, timeout, false);
+    std::string got(v.begin(), v.end());
     if (got != expected) CXIT_FAIL("peer said '" + got + "' but '" + expected + "' was expected");
 }
 

@@ -35,6 +35,9 @@ std::vector<uint8_t> recv_blob(int fd, std::chrono::milliseconds timeout = kTime
 std::string recv_str(int fd, std::chrono::milliseconds timeout = kTimeout);
 // Receives a string and fails unless it equals `expected`.
 void expect_str(int fd, const std::string &expected, std::chrono::milliseconds timeout = kTimeout);
+// As expect_str, but without calling into libfabric while waiting.
+void expect_str_idle(int fd, const std::string &expected,
+                     std::chrono::milliseconds timeout = kTimeout);
 
 // A spawned peer process and our end of its socketpair. The destructor kills
 // (SIGKILL) and reaps a peer that is still running.

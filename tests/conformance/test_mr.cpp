@@ -76,6 +76,35 @@ TEST_F(MrTest, ManyLiveProviderKeysAreDistinct) {
     EXPECT_EQ(mrs.size(), keys.size());
 }
 
+// Provider-key layout (spec §6.1): the first 92 MR ids are optimized (bit 61); an id
+// freed by fi_close is optimized again for the next MR, under a new key; an MR with
+// FI_RMA_EVENT is never optimized and says so (bit 60).
+TEST_F(MrTest, FirstNinetyTwoProviderKeysAreOptimized) {
+    constexpr uint64_t kOptimized = 1ULL << 61, kEvents = 1ULL << 60;
+    opts_.caps = FI_MSG | FI_RMA | FI_RMA_EVENT;
+    EndpointPtr e = ep();
+    std::vector<Fid<fid_mr>> mrs(100);
+    for (size_t i = 0; i < mrs.size(); i++) {
+        ASSERT_OK(reg_bind_enable(dom(), *e, mrs[i], 0, kRemote, 64));
+        uint64_t key = fi_mr_key(mrs[i].get());
+        EXPECT_EQ(i < 92, (key & kOptimized) != 0) << "MR " << i << std::hex << " key 0x" << key;
+        EXPECT_EQ(0u, key & kEvents);
+    }
+    const uint64_t old = fi_mr_key(mrs[10].get());
+    ASSERT_OK(mrs[10].close());
+    ASSERT_OK(reg_bind_enable(dom(), *e, mrs[10], 0, kRemote, 64));
+    const uint64_t fresh = fi_mr_key(mrs[10].get());
+    EXPECT_NE(old, fresh) << "keys are never reused";
+    EXPECT_NE(0u, fresh & kOptimized) << "the freed optimized id is used again";
+    ASSERT_OK(mrs[10].close());
+    Fid<fid_mr> ev;
+    ASSERT_OK(CXIT_OPEN(
+        ev, fi_mr_reg(dom(), buf_.data(), 64, kRemote, 0, 0, FI_RMA_EVENT, OUT, nullptr)));
+    ASSERT_OK(fi_mr_bind(ev.get(), &e->ep()->fid, 0));
+    ASSERT_OK(fi_mr_enable(ev.get()));
+    EXPECT_EQ(kEvents, fi_mr_key(ev.get()) & (kEvents | kOptimized)) << "events, not optimized";
+}
+
 TEST_F(MrTest, EnableWithoutBind_EINVAL) {
     Fid<fid_mr> mr;
     ASSERT_OK(fi_mr_reg(dom(), buf_.data(), 4096, kRemote, 0, 0, 0, mr.out(), nullptr));

@@ -2,9 +2,11 @@
 // exchanged over a socketpair): pingpong over every size, unexpected
 // messages, a named shared AV opened FI_READ by the peer (fi_av(3)
 // FI_SHARED_AV semantics), and a peer killed with SIGKILL.
+#include <rdma/fi_rma.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 
 #include "fixture.hpp"
@@ -223,6 +225,38 @@ TEST_P(MultiProcTest, ProcessesHammeringOneWordLoseNothing) {
         EXPECT_EQ(0, c.wait_exit()) << "peer reported a failure (see its stderr)";
     }
     mr.reset();
+}
+
+// The target process is blocked outside libfabric while we write and read its memory.
+// Within a host it runs without its helper thread, so only single-copy access can
+// serve us; between hosts (or with single copy switched off) its helper thread does,
+// as a NIC would.
+TEST_P(MultiProcTest, OneSidedNeedsNoCallsFromTheTargetProcess) {
+    EpOptions o;
+    o.caps = FI_MSG | FI_RMA;
+    EndpointPtr ep = make_ep("cxi0", o);
+    const char *cma = std::getenv("FI_CXI_SHM_CMA");
+    const bool local = std::string(GetParam().name) == "shm" && !(cma && std::string(cma) == "0");
+    proc::Child c =
+        spawn("window", {},
+              local ? std::vector<std::string>{"FI_CXI_OFFLOAD=0"} : std::vector<std::string>{});
+    fi_addr_t peer = exchange(*ep, c);
+    const uint64_t key = std::stoull(proc::recv_str(c.fd()));
+    const size_t half = 1 << 19;
+    std::vector<uint8_t> out = pattern(half, 78), in(half);
+    int wctx = 0, rctx = 0;
+    post([&] { return fi_write(ep->ep(), out.data(), half, nullptr, peer, 0, key, &wctx); },
+         "fi_write");
+    post([&] { return fi_read(ep->ep(), in.data(), half, nullptr, peer, half, key, &rctx); },
+         "fi_read");
+    wait_comp(ep->tx(), &wctx, "write to a process that never calls in");
+    wait_comp(ep->tx(), &rctx, "read from a process that never calls in");
+    std::vector<uint8_t> whole = pattern(1 << 20, 77);
+    EXPECT_EQ(0, std::memcmp(in.data(), &whole[half], half)) << "read returned other bytes";
+    proc::send_str(c.fd(), "CHECK");
+    EXPECT_EQ("OK", proc::recv_str(c.fd()));
+    proc::send_str(c.fd(), "BYE");
+    EXPECT_EQ(0, c.wait_exit()) << "peer reported a failure (see its stderr)";
 }
 
 CXIT_INSTANTIATE_TRANSPORTS(MultiProcTest);

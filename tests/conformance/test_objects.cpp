@@ -1,6 +1,8 @@
 // Object lifecycle and rules (spec §9): fabric/domain/endpoint open and
 // close, binds, enable, fi_getname, fi_control (ops flags, alias), options,
 // threading models. Error returns of the same calls are in test_errors.cpp.
+#include <rdma/fi_cxi_ext.h>
+
 #include <cstring>
 #include <set>
 
@@ -195,6 +197,48 @@ TEST_F(ObjectsTest, MinMultiRecvOption) {
     v = (1u << 24) - 1;
     EXPECT_OK(fi_setopt(&ep->ep()->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &v, sizeof(v)))
         << "2^24-1 is the maximum";
+}
+
+// The endpoint options of spec §8.5, through fi_set_val and fi_setopt / fi_getopt.
+TEST_F(ObjectsTest, CxiEndpointOptions) {
+    EndpointPtr ep = make_ep("cxi0");
+    fid_t f = &ep->ep()->fid;
+    uint32_t tc = FI_TC_LOW_LATENCY;
+    EXPECT_OK(fi_set_val(f, FI_OPT_CXI_SET_TCLASS, &tc));
+    tc = FI_TC_NETWORK_CTRL;
+    EXPECT_RC(-FI_EINVAL, fi_set_val(f, FI_OPT_CXI_SET_TCLASS, &tc));
+    tc = fi_tc_dscp_set(10);
+    EXPECT_RC(-FI_EINVAL, fi_set_val(f, FI_OPT_CXI_SET_TCLASS, &tc)) << "DSCP classes";
+    tc = FI_TC_SCAVENGER;
+    EXPECT_OK(fi_setopt(f, FI_OPT_ENDPOINT, FI_OPT_CXI_SET_TCLASS, &tc, sizeof(tc)));
+    uint64_t order = FI_ORDER_SAS | FI_ORDER_RMA_WAW;
+    EXPECT_OK(fi_set_val(f, FI_OPT_CXI_SET_MSG_ORDER, &order));
+    order = FI_ORDER_RAW;
+    EXPECT_RC(-FI_EINVAL, fi_set_val(f, FI_OPT_CXI_SET_MSG_ORDER, &order)) << "not offered";
+    uint64_t usec = 1000;
+    EXPECT_RC(-FI_EINVAL, fi_set_val(f, FI_OPT_CXI_SET_RNR_MAX_RETRY_TIME, &usec))
+        << "only for FI_PROTO_CXI_RNR endpoints";
+    EXPECT_RC(-FI_EINVAL, fi_set_val(f, FI_OPT_CXI_SET_TCLASS, nullptr));
+    EXPECT_RC(-FI_EINVAL, fi_set_val(f, FI_OPT_CXI_GET_OPTIMIZED_MRS, &usec)) << "unknown name";
+    uint64_t attempts = 0;
+    size_t len = 4;
+    EXPECT_RC(-FI_ETOOSMALL, fi_getopt(f, FI_OPT_ENDPOINT, FI_OPT_CXI_GET_RNR_APPEND_RETRY_ATTEMPTS,
+                                       &attempts, &len));
+    len = sizeof(attempts);
+    EXPECT_RC(-FI_EINVAL, fi_getopt(f, FI_OPT_ENDPOINT, FI_OPT_CXI_GET_RNR_APPEND_RETRY_ATTEMPTS,
+                                    &attempts, &len));
+    EXPECT_RC(-FI_ENOPROTOOPT, fi_getopt(f, FI_OPT_ENDPOINT, 12345, &attempts, &len));
+    fid_ep *alias_raw = nullptr;
+    ASSERT_OK(fi_ep_alias(ep->ep(), &alias_raw, FI_TRANSMIT));
+    Fid<fid_ep> alias(alias_raw);
+    tc = FI_TC_BULK_DATA;
+    EXPECT_OK(fi_set_val(&alias->fid, FI_OPT_CXI_SET_TCLASS, &tc)) << "on an alias";
+    EXPECT_OK(alias.close());
+    // A DSCP or out-of-range class is refused when the endpoint is opened, too.
+    InfoPtr info = get_info(EpOptions{}, "cxi0");
+    info->tx_attr->tclass = FI_TC_NETWORK_CTRL;
+    fid_ep *bad = nullptr;
+    EXPECT_RC(-FI_EINVAL, fi_endpoint(domain("cxi0", EpOptions{}), info.get(), &bad, nullptr));
 }
 
 TEST_F(ObjectsTest, ThreadingModelsCommunicate) {

@@ -13,27 +13,7 @@ using namespace cxit;
 
 namespace {
 
-class RmaTest : public OneSidedTest {
-  protected:
-    Comp write(Pair &p, const std::vector<uint8_t> &src, uint64_t off, uint64_t key) {
-        int ctx = 0;
-        post(
-            [&] {
-                return fi_write(p.a->ep(), src.data(), src.size(), nullptr, p.a2b, off, key, &ctx);
-            },
-            "fi_write");
-        return wait_comp(p.a->tx(), &ctx, "write of " + std::to_string(src.size()));
-    }
-    Comp read(Pair &p, std::vector<uint8_t> &dst, uint64_t off, uint64_t key) {
-        int ctx = 0;
-        post(
-            [&] {
-                return fi_read(p.a->ep(), dst.data(), dst.size(), nullptr, p.a2b, off, key, &ctx);
-            },
-            "fi_read");
-        return wait_comp(p.a->tx(), &ctx, "read of " + std::to_string(dst.size()));
-    }
-};
+class RmaTest : public OneSidedTest {};
 
 TEST_P(RmaTest, WriteThenReadBackEverySize) {
     Pair &p = pair(opts());

@@ -5,7 +5,9 @@
 #include <rdma/fi_cxi_ext.h>
 #include <rdma/fi_trigger.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "one_sided.hpp"
 
@@ -272,6 +274,74 @@ TEST_P(TriggeredTest, QueueArgumentRules) {
     EXPECT_GT(depth, 0u);
 }
 
+// A triggered operation counts its completion on its completion counter, instead of
+// the counter bound to its endpoint (the hardware command names one counter).
+TEST_P(TriggeredTest, CompletionCounterReplacesTheEndpointCounter) {
+    Fid<fid_cntr> bound = counter(), comp = counter();
+    ASSERT_OK(fi_ep_bind(p_.a->ep(), &bound->fid, FI_WRITE));
+    uint64_t v = 5;
+    int ctx = 0;
+    fi_op_rma op = write_op(v, 40, &ctx);
+    fi_deferred_work w = work(FI_OP_WRITE, 1);
+    w.op.rma = &op;
+    w.completion_cntr = comp.get();
+    ASSERT_OK(queue(w));
+    ASSERT_OK(fi_cntr_add(trig_.get(), 1));
+    wait_comp(p_.a->tx(), &ctx, "triggered write");
+    wait_until([&] { return fi_cntr_read(comp.get()) == 1; }, "completion counter");
+    EXPECT_EQ(0u, fi_cntr_read(bound.get())) << "the endpoint's counter counted it too";
+    write(p_, pattern(8, 1), 48, key_);  // the application's own write
+    EXPECT_EQ(1u, fi_cntr_read(bound.get()));
+    EXPECT_EQ(1u, fi_cntr_read(comp.get()));
+    EXPECT_EQ(5u, at(40));
+    mr_.reset();  // the MR and the endpoint go before the counter bound to it
+    p_ = Pair{};
+}
+
+// FI_CXI_ENABLE_TRIG_OP_LIMIT=1 (its own ctest group, one transport: the budget is
+// the NIC's, shared by every process): get_dwq_depth operations fit, the next is
+// -FI_ENOSPC, FI_CXI_CNTR_WB takes two slots, cancel and flush give slots back.
+class TriggeredLimitTest : public TriggeredTest {};
+
+TEST_P(TriggeredLimitTest, BudgetRefusesTheNextOne) {
+    const char *on = std::getenv("FI_CXI_ENABLE_TRIG_OP_LIMIT");
+    if (!on || std::string(on) != "1") GTEST_SKIP() << "needs FI_CXI_ENABLE_TRIG_OP_LIMIT=1";
+    fi_cxi_dom_ops *dops = nullptr;
+    ASSERT_OK(
+        fi_open_ops(&dom_->fid, FI_CXI_DOM_OPS_5, 0, reinterpret_cast<void **>(&dops), nullptr));
+    size_t depth = 0;
+    ASSERT_OK(dops->get_dwq_depth(&dom_->fid, &depth));
+    uint64_t v = 1;
+    int ctx = 0;
+    fi_op_rma op = write_op(v, 0, &ctx);
+    std::vector<fi_deferred_work> ws(depth + 1, work(FI_OP_WRITE, 1000));
+    for (auto &w : ws)
+        w.op.rma = &op;
+    for (size_t i = 0; i < depth; i++)
+        ASSERT_OK(queue(ws[i])) << "operation " << i << " of " << depth;
+    EXPECT_RC(-FI_ENOSPC, queue(ws[depth]));
+    ASSERT_OK(fi_control(&dom_->fid, FI_CANCEL_WORK, &ws[0]));
+    EXPECT_OK(queue(ws[depth])) << "a cancelled operation gives its slot back";
+    ASSERT_OK(fi_control(&dom_->fid, FI_FLUSH_WORK, nullptr));
+    for (size_t i = 0; i + 1 < depth; i++)
+        ASSERT_OK(queue(ws[i]));
+    fi_op_rma wb = op;
+    wb.flags |= FI_CXI_CNTR_WB;
+    ws[depth].op.rma = &wb;
+    EXPECT_RC(-FI_ENOSPC, queue(ws[depth])) << "FI_CXI_CNTR_WB needs two slots";
+    ws[depth].op.rma = &op;
+    EXPECT_OK(queue(ws[depth]));
+    ASSERT_OK(fi_control(&dom_->fid, FI_FLUSH_WORK, nullptr));
+    // Fired operations give their slots back too.
+    fi_deferred_work now = work(FI_OP_WRITE, 0);
+    now.op.rma = &op;
+    for (size_t i = 0; i < depth + 8; i++) {
+        ASSERT_OK(queue(now)) << "operation " << i;
+        wait_comp(p_.a->tx(), &ctx, "triggered write");
+    }
+}
+
 }  // namespace
 
 CXIT_INSTANTIATE_TRANSPORTS(TriggeredTest);
+CXIT_INSTANTIATE_ONE(TriggeredLimitTest, shm, "cxi0");

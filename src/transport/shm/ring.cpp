@@ -43,12 +43,12 @@ Segment::~Segment() {
     if (owner_) shm_unlink(name_.c_str());
 }
 
-int Segment::create(const std::string &name, size_t size) {
+int Segment::create(const std::string &name, size_t size, bool reclaim) {
     for (int attempt = 0; attempt < 2; attempt++) {
         int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
         if (fd < 0) {
             if (errno != EEXIST) return -errno;
-            if (attempt == 0 && stale(name)) {
+            if (attempt == 0 && (reclaim || stale(name))) {
                 shm_unlink(name.c_str());
                 continue;
             }

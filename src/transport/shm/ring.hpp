@@ -15,7 +15,7 @@
 namespace softnic::transport::shm {
 
 constexpr uint64_t kRingMagic = 0x736f66746e696331ULL;  // "softnic1"
-constexpr uint32_t kRingVersion = 1;
+constexpr uint32_t kRingVersion = 2;
 
 enum RingState : uint32_t { kRingInit = 0, kRingReady = 1, kRingClosed = 2 };
 
@@ -27,6 +27,7 @@ struct RingHeader {
     int32_t owner_pid;    // OS pid of the consumer, for liveness and single-copy reads
     std::atomic<uint32_t> state;
     uint32_t reserved;
+    std::atomic<uint64_t> attachment;  // opaque to the transport: set by the layer above
     alignas(64) std::atomic<uint64_t> enqueue_pos;
     alignas(64) uint8_t cells[];
 };
@@ -47,8 +48,9 @@ class Segment {
     Segment(const Segment &) = delete;
     Segment &operator=(const Segment &) = delete;
 
-    // Create exclusively; -EADDRINUSE when a live owner holds the name.
-    int create(const std::string &name, size_t size);
+    // Create exclusively; -EADDRINUSE when a live owner holds the name. With
+    // `reclaim`, any existing segment of that name is taken to be stale.
+    int create(const std::string &name, size_t size, bool reclaim = false);
     int open(const std::string &name);  // -ENOENT when absent
     void *addr() const { return addr_; }
     size_t size() const { return size_; }

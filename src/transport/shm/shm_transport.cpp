@@ -16,7 +16,8 @@ void set_single_copy(bool enabled) {
     g_single_copy = enabled;
 }
 
-std::unique_ptr<ShmRxQueue> ShmRxQueue::create(const std::string &name, RingGeometry g, int &err) {
+std::unique_ptr<ShmRxQueue> ShmRxQueue::create(const std::string &name, RingGeometry g, int &err,
+                                               uint64_t attachment) {
     std::unique_ptr<ShmRxQueue> q(new ShmRxQueue);
     err = q->seg_.create(name, ring_bytes(g.cell_size, g.cell_count));
     if (err) return nullptr;
@@ -26,6 +27,7 @@ std::unique_ptr<ShmRxQueue> ShmRxQueue::create(const std::string &name, RingGeom
     h->cell_size = g.cell_size;
     h->cell_count = g.cell_count;
     h->owner_pid = getpid();
+    h->attachment.store(attachment, std::memory_order_relaxed);
     h->enqueue_pos.store(0, std::memory_order_relaxed);
     for (uint64_t i = 0; i < g.cell_count; i++)
         ring_cell(h, i)->seq.store(i);
@@ -107,11 +109,20 @@ bool ShmLink::peer_dead() {
 }
 
 ssize_t ShmLink::read(void *local, uint64_t remote_addr, size_t len) {
+    return copy(local, remote_addr, len, false);
+}
+
+ssize_t ShmLink::write(uint64_t remote_addr, const void *local, size_t len) {
+    return copy(const_cast<void *>(local), remote_addr, len, true);
+}
+
+ssize_t ShmLink::copy(void *local, uint64_t remote_addr, size_t len, bool to_peer) {
     size_t done = 0;
     while (done < len) {
         iovec l{static_cast<uint8_t *>(local) + done, len - done};
         iovec r{reinterpret_cast<void *>(remote_addr + done), len - done};
-        ssize_t n = process_vm_readv(owner_, &l, 1, &r, 1, 0);
+        ssize_t n = to_peer ? process_vm_writev(owner_, &l, 1, &r, 1, 0)
+                            : process_vm_readv(owner_, &l, 1, &r, 1, 0);
         if (n <= 0) {
             int e = n < 0 ? errno : EIO;
             if (e == EPERM || e == ENOSYS) cma_ok_ = false;  // fall back to the ring

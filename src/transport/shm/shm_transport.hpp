@@ -17,8 +17,10 @@ struct RingGeometry {
 // The consumer side: created exclusively, so a second owner of the name is refused.
 class ShmRxQueue final : public RxQueue {
   public:
-    // Returns null and sets err (-EADDRINUSE when the name has a live owner).
-    static std::unique_ptr<ShmRxQueue> create(const std::string &name, RingGeometry g, int &err);
+    // Returns null and sets err (-EADDRINUSE when the name has a live owner). The
+    // attachment is a word for the layer above, visible to producers from the start.
+    static std::unique_ptr<ShmRxQueue> create(const std::string &name, RingGeometry g, int &err,
+                                              uint64_t attachment = 0);
     ~ShmRxQueue() override;
     size_t poll(PacketSink &sink, size_t budget) override;
 
@@ -34,7 +36,7 @@ class ShmRxQueue final : public RxQueue {
 void set_single_copy(bool enabled);
 
 // The producer side, towards one peer's ring.
-class ShmLink final : public Link, private BulkReader {
+class ShmLink final : public Link, private BulkAccess {
   public:
     // Null with err = -ENOENT when no such ring exists (no endpoint at that address).
     static std::unique_ptr<ShmLink> open(const std::string &name, int &err);
@@ -42,10 +44,15 @@ class ShmLink final : public Link, private BulkReader {
     bool send(const void *hdr, size_t hdr_len, const iovec *iov, size_t iovcnt, bool more) override;
     bool alive() override;
     bool peer_dead() override;
-    BulkReader *bulk() override { return cma_ok_ ? this : nullptr; }
+    BulkAccess *bulk() override { return cma_ok_ ? this : nullptr; }
+    // The consumer's attachment word (untrusted) and OS process.
+    uint64_t attachment() const { return ring_->attachment.load(std::memory_order_acquire); }
+    pid_t owner() const { return owner_; }
 
   private:
     ssize_t read(void *local, uint64_t remote_addr, size_t len) override;
+    ssize_t write(uint64_t remote_addr, const void *local, size_t len) override;
+    ssize_t copy(void *local, uint64_t remote_addr, size_t len, bool to_peer);
 
     Segment seg_;
     RingHeader *ring_ = nullptr;
