@@ -1,10 +1,17 @@
 #include "transport/shm/window.hpp"
 
+#include <dirent.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 namespace softnic::transport::shm {
 namespace {
@@ -30,6 +37,22 @@ uint32_t home(uint64_t key, uint32_t slot_count) {
     return uint32_t((key * 0x9E3779B97F4A7C15ULL) >> 32) & (slot_count - 1);
 }
 
+// Windows are named after their owner's pid, so the name of one whose owner died
+// without closing its domain is never reused: unlink those we find (Linux keeps POSIX
+// shared memory in /dev/shm).
+void reap_stale_windows() {
+    DIR *d = opendir("/dev/shm");
+    if (!d) return;
+    const char prefix[] = "softnic-win-";
+    while (dirent *e = readdir(d)) {
+        if (std::strncmp(e->d_name, prefix, sizeof(prefix) - 1) != 0) continue;
+        long pid = std::strtol(e->d_name + sizeof(prefix) - 1, nullptr, 10);
+        if (pid <= 0 || kill(pid_t(pid), 0) == 0 || errno != ESRCH) continue;
+        shm_unlink((std::string("/") + e->d_name).c_str());
+    }
+    closedir(d);
+}
+
 }  // namespace
 
 std::string window_name(pid_t pid, uint32_t seq) {
@@ -44,6 +67,7 @@ std::unique_ptr<Window> Window::create(const std::string &name, uint32_t counter
         err = -EINVAL;
         return nullptr;
     }
+    reap_stale_windows();
     std::unique_ptr<Window> w(new Window);
     // The name carries our pid: an existing segment was left by a dead process.
     err = w->seg_.create(name, window_bytes(counters, slots), true);
