@@ -230,10 +230,12 @@ transport::Link *Domain::link_to(uint32_t nic, uint16_t vni, uint32_t pid, int &
 // one of the first 92 ids are optimized when the domain allows it and the MR needs
 // neither events nor CQ data. Runs under the MR table's lock, as mr_withdrawn does.
 uint64_t Domain::prov_key(const Mr &mr, uint64_t seq) {
-    uint32_t id = 0;
+    uint32_t id =
+        std::min<uint32_t>(mr_id_free_, uint32_t(mr_ids_.size() - 1));  // none lower is free
     while (id + 1 < mr_ids_.size() && mr_ids_[id])
         id++;
     mr_ids_[id] = true;  // (the last id is shared once all others are taken)
+    mr_id_free_ = id + 1;
     bool events = (mr.flags() & FI_RMA_EVENT) || options_.mr_match_events;
     bool cq_data = writedata();
     bool opt = options_.optimized_mrs && !events && !cq_data && id < kOptimizedProvIds;
@@ -243,7 +245,10 @@ uint64_t Domain::prov_key(const Mr &mr, uint64_t seq) {
 
 void Domain::mr_withdrawn(uint64_t key) {
     if (window_) window_->withdraw(key);
-    if (mrs_.prov_keys()) mr_ids_[(key >> 43) & 0xffff] = false;
+    if (!mrs_.prov_keys()) return;
+    uint32_t id = (key >> 43) & 0xffff;
+    mr_ids_[id] = false;
+    mr_id_free_ = std::min(mr_id_free_, id);
 }
 
 void Domain::drop_link(transport::Link *link) {

@@ -110,6 +110,7 @@ class Domain {
     std::unordered_map<const transport::Link *, std::unique_ptr<transport::shm::WindowView>>
         views_;  // by link, null when unusable; under links_lock_
     std::vector<bool> mr_ids_ = std::vector<bool>(1u << 16);  // provider-key MR ids in use
+    uint32_t mr_id_free_ = 0;                                 // the lowest id that may be free
     std::unique_ptr<transport::shm::Window> window_;
     uint32_t window_seq_ = 0;
     std::array<std::atomic<uint64_t>, C1_CNTR_SIZE> hw_{};

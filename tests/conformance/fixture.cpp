@@ -23,6 +23,11 @@ void install_gtest_handler() {
     set_fail_handler(gtest_handler);
 }
 
+bool TransportTest::single_copy() const {
+    const char *cma = std::getenv("FI_CXI_SHM_CMA");
+    return std::string(GetParam().name) == "shm" && !(cma && std::string(cma) == "0");
+}
+
 std::string transport_name(const ::testing::TestParamInfo<TransportParam> &info) {
     return info.param.peer_domain;
 }

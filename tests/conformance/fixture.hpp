@@ -87,6 +87,8 @@ class CxiTest : public ::testing::Test {
 class TransportTest : public CxiTest, public ::testing::WithParamInterface<TransportParam> {
   protected:
     const char *peer_domain() const { return GetParam().peer_domain; }
+    // Peers on one host with single-copy access on (FI_CXI_SHM_CMA=0 turns it off).
+    bool single_copy() const;
     Pair make_pair(const EpOptions &oa = {}, const EpOptions &ob = {},
                    const Loc &loc = Loc::current());
 };

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 
 #include "fixture.hpp"
@@ -235,8 +234,7 @@ TEST_P(MultiProcTest, OneSidedNeedsNoCallsFromTheTargetProcess) {
     EpOptions o;
     o.caps = FI_MSG | FI_RMA;
     EndpointPtr ep = make_ep("cxi0", o);
-    const char *cma = std::getenv("FI_CXI_SHM_CMA");
-    const bool local = std::string(GetParam().name) == "shm" && !(cma && std::string(cma) == "0");
+    const bool local = single_copy();
     proc::Child c =
         spawn("window", {},
               local ? std::vector<std::string>{"FI_CXI_OFFLOAD=0"} : std::vector<std::string>{});

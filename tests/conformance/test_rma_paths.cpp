@@ -5,7 +5,6 @@
 // closed region is refused; more regions than the shared table holds still work.
 #include <rdma/fi_atomic.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -21,11 +20,6 @@ constexpr unsigned kLpeSuccess = 992;      // C_CNTR_LPE_SUCCESS_CNTR
 class RmaPathTest : public OneSidedTest {
   protected:
     uint64_t caps() const override { return FI_MSG | FI_RMA | FI_ATOMIC | FI_FENCE; }
-    // Within a host, unless single-copy access is switched off (the fallback group).
-    bool local() const {
-        const char *cma = std::getenv("FI_CXI_SHM_CMA");
-        return std::string(GetParam().name) == "shm" && !(cma && std::string(cma) == "0");
-    }
     uint64_t single_copies() { return hw(domain("cxi0", opts()), kSingleCopyRma); }
 };
 
@@ -42,7 +36,7 @@ TEST_P(RmaPathTest, WithinAHostWritesAndReadsAreSingleCopy) {
     EXPECT_EQ(0, std::memcmp(target_.data(), big.data(), 4096));
     EXPECT_EQ(0, std::memcmp(&target_[4096], small.data(), 8));
     EXPECT_EQ(0, std::memcmp(back.data(), &big[8192], back.size()));
-    EXPECT_EQ(local() ? 3u : 0u, single_copies() - copies);
+    EXPECT_EQ(single_copy() ? 3u : 0u, single_copies() - copies);
     // The target NIC's telemetry counts the writes on either path.
     EXPECT_EQ(2u, hw(target, kLpeSuccess) - served);
 }
@@ -155,7 +149,7 @@ TEST_P(RmaPathTest, MoreRegionsThanTheTableHoldsAllWork) {
         ASSERT_EQ(0, std::memcmp(&mem[i * kLen], pattern(kLen, uint32_t(i)).data(), kLen))
             << "region " << i;
     uint64_t n = single_copies() - copies;
-    if (local()) {
+    if (single_copy()) {
         EXPECT_GE(n, 1000u);
         EXPECT_LT(n, kRegions);
     } else {
