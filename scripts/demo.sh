@@ -10,6 +10,10 @@ export FI_PROVIDER_PATH=$PWD/build/lib
 echo "== fi_info -p cxi"
 fi_info -p cxi
 echo
+echo "== cxi_stat, cxi_service list (the soft NIC and its CXI services)"
+build/bin/cxi_stat
+build/bin/cxi_service list
+echo
 echo "== fi_pingpong -p cxi -e rdm (two processes, data checked)"
 fi_pingpong -p cxi -e rdm -c -I 1000 -B 47800 >/tmp/softnic-demo-server.log 2>&1 &
 sleep 1

@@ -4,9 +4,11 @@ set -euo pipefail
 packages=(
     build-essential cmake pkg-config clang-format
     libfabric-dev libfabric-bin        # the stock libfabric our plugins load into
+    libyaml-dev                        # cxi_service reads service descriptions in YAML
     libgtest-dev                       # the test suites
     openmpi-bin libopenmpi-dev         # integration: Open MPI over the ofi MTL
     iproute2 nftables procps           # multi-host tests in network namespaces
+    passwd util-linux                  # the services test makes a user (useradd, setpriv)
     tshark python3                     # the Wireshark dissector's test
 )
 missing=()

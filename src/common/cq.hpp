@@ -5,6 +5,7 @@
 #include <rdma/fi_eq.h>
 
 #include <deque>
+#include <functional>
 #include <vector>
 
 #include "common/fid.hpp"
@@ -39,12 +40,16 @@ class Cq {
 
     Cq(fid_domain *domain, const fi_cq_attr &attr, size_t default_size, void *context,
        ProvStrError prov_strerror);
-    ~Cq() = default;
+    ~Cq() {
+        if (on_close_) on_close_();
+    }
     Cq(const Cq &) = delete;
     Cq &operator=(const Cq &) = delete;
 
     fid_cq *fid() { return &handle_.fid; }
     ProgressList &progress() { return progress_; }
+    // Run when the CQ closes (a provider's resource accounting).
+    void on_close(std::function<void()> f) { on_close_ = std::move(f); }
     RefCount &refs() { return refs_; }
 
     void push(const Completion &c);
@@ -69,6 +74,7 @@ class Cq {
     ErrorCompletion last_error_;  // err_data handed out by readerr stays valid until the next
     ProgressList progress_;
     RefCount refs_;
+    std::function<void()> on_close_;
 };
 
 }  // namespace softnic

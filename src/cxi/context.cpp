@@ -16,8 +16,8 @@ bool RxMsg::tagged() const {
     return wflags & kWTagged;
 }
 
-Context::Context(Domain &domain, uint64_t caps, size_t tx_size)
-    : domain_(domain), caps_(caps), vni_(domain.vni()), tx_pool_(tx_size ? tx_size : 1) {
+Context::Context(Domain &domain, uint64_t caps, size_t tx_size, uint16_t vni)
+    : domain_(domain), caps_(caps), vni_(vni), tx_pool_(tx_size ? tx_size : 1) {
     for (auto &op : tx_pool_) {
         op.next = tx_free_;
         tx_free_ = &op;
@@ -141,9 +141,14 @@ bool Context::deliver(const uint8_t *pkt, size_t len) {
         return true;
     }
     std::memcpy(&h, pkt, sizeof(h));
-    if (h.version != kWireVersion || h.payload > len - sizeof(h) || h.vni != vni_) {
+    if (h.version != kWireVersion || h.payload > len - sizeof(h)) {
         SN_WARN(FI_LOG_EP_DATA, "dropping malformed packet\n");
         domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
+        return true;
+    }
+    if (h.vni != vni_) {  // isolation: a packet of another VNI never reaches the protocol
+        SN_WARN(FI_LOG_EP_DATA, "dropping a packet of VNI %u (ours is %u)\n", h.vni, vni_);
+        domain_.count(SOFTNIC_CNTR_VNI_DROPPED);
         return true;
     }
     const uint8_t *payload = pkt + sizeof(h);

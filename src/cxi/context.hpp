@@ -113,7 +113,7 @@ class Context : public ProgressSource,
                 private transport::PacketSink {
   public:
     // Operation flags live in the EpViews that refer to the context.
-    Context(Domain &domain, uint64_t caps, size_t tx_size);
+    Context(Domain &domain, uint64_t caps, size_t tx_size, uint16_t vni);
     ~Context() override;
     Context(const Context &) = delete;
     Context &operator=(const Context &) = delete;
@@ -221,6 +221,7 @@ class Context : public ProgressSource,
     std::unique_ptr<transport::RxQueue> rxq_;
     std::unique_ptr<transport::udp::UdpEndpoint> udp_;
     std::vector<transport::udp::Channel *> failed_links_;
+    uint64_t foreign_seen_ = 0;  // the UDP transport's count of other-VNI datagrams, seen
     SpinLock lock_;
     std::atomic<uint64_t> app_calls_{0};
     std::atomic<bool> work_hint_{false};  // something needs progress without the application

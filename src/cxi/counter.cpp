@@ -57,6 +57,7 @@ Counter::Counter(Domain &domain, const fi_cntr_attr &attr, void *context)
 }
 
 Counter::~Counter() {
+    domain_.service()->give(CXI_RSRC_TYPE_CT);
     progress_.remove(&doorbell_);
     domain_.refs().put();
 }
@@ -129,10 +130,13 @@ int counter_open(fid_domain *domain, fi_cntr_attr *attr, fid_cntr **cntr, void *
     if (!attr) attr = &dflt;
     if (int ret = Cntr::check_attr(*attr)) return ret;
     Domain *d = owner_of_fid<Domain, fid_domain>(&domain->fid);
-    return guarded([&] {
+    if (int ret = d->service()->take(CXI_RSRC_TYPE_CT)) return ret;
+    int ret = guarded([&] {
         *cntr = (new Counter(*d, *attr, context))->fid();
         return 0;
     });
+    if (ret) d->service()->give(CXI_RSRC_TYPE_CT);
+    return ret;
 }
 
 }  // namespace softnic::cxi

@@ -73,8 +73,12 @@ int cq_open(fid_domain *d, fi_cq_attr *attr, fid_cq **cq, void *context) {
     if (!attr) attr = &dflt;
     int ret = Cq::check_attr(*attr);
     if (ret) return ret;
+    std::shared_ptr<ServiceHold> hold = dom_of(d)->service();
+    if (int ret = hold->take(CXI_RSRC_TYPE_EQ)) return ret;
     return guarded([&] {
-        *cq = (new Cq(d, *attr, env().default_cq_size, context, prov_strerror))->fid();
+        Cq *c = new Cq(d, *attr, env().default_cq_size, context, prov_strerror);
+        c->on_close([hold] { hold->give(CXI_RSRC_TYPE_EQ); });
+        *cq = c->fid();
         return 0;
     });
 }
@@ -151,10 +155,13 @@ fi_ops domain_fid_ops = make_fid_ops(domain_close, domain_bind, domain_control, 
 
 }  // namespace
 
-Domain::Domain(Fabric &fabric, const fi_info &info, const SoftNic &nic, void *context)
+Domain::Domain(Fabric &fabric, const fi_info &info, const SoftNic &nic, void *context, AuthKey key,
+               std::shared_ptr<ServiceHold> hold)
     : fabric_(fabric),
       nic_(nic),
-      vni_(static_cast<uint16_t>(env().default_vni)),
+      vni_(key.vni),
+      svc_id_(key.svc_id),
+      hold_(std::move(hold)),
       info_(fi_dupinfo(&info)),
       mrs_(info.domain_attr->mr_mode & FI_MR_PROV_KEY, info.domain_attr->mr_mode & FI_MR_ENDPOINT) {
     handle_.owner = this;
@@ -194,6 +201,7 @@ Domain::Domain(Fabric &fabric, const fi_info &info, const SoftNic &nic, void *co
 }
 
 Domain::~Domain() {
+    hold_->give(CXI_RSRC_TYPE_AC);
     fi_freeinfo(info_);
     fabric_.refs().put();
 }
@@ -271,11 +279,21 @@ int domain_open(fid_fabric *fabric, fi_info *info, fid_domain **domain, void *co
     const SoftNic *nic = name ? find_nic(name) : nullptr;
     if (!nic)
         SN_REJECT(-FI_ENODATA, FI_LOG_DOMAIN, "no soft NIC named %s\n", name ? name : "(null)");
-    if (info->domain_attr->auth_key_size)
-        SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "authorization keys are not built yet\n");
+    AuthKey key;
+    int given = read_auth_key(info->domain_attr->auth_key, info->domain_attr->auth_key_size, key);
+    if (given < 0)
+        SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "auth_key must be a struct cxi_auth_key (%zu bytes)\n",
+                  sizeof(cxi_auth_key));
+    if (!given && !default_auth_key(*nic, key))
+        SN_REJECT(-FI_ENOSYS, FI_LOG_DOMAIN, "%s: no CXI service is available to this process\n",
+                  nic->name.c_str());
+    cxil::Service svc;
+    if (int ret = check_auth_key(*nic, key, &svc)) return ret;
     Fabric *fab = owner_of<Fabric>(fabric);
     return guarded([&] {
-        *domain = (new Domain(*fab, *info, *nic, context))->fid();
+        auto hold = std::make_shared<ServiceHold>(*nic, svc);
+        if (int ret = hold->take(CXI_RSRC_TYPE_AC)) return ret;
+        *domain = (new Domain(*fab, *info, *nic, context, key, hold))->fid();
         return 0;
     });
 }

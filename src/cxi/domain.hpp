@@ -14,6 +14,7 @@
 
 #include "common/fid.hpp"
 #include "common/mr.hpp"
+#include "cxi/auth.hpp"
 #include "cxi/deferred.hpp"
 #include "cxi/nic.hpp"
 #include "transport/shm/shm_transport.hpp"
@@ -32,8 +33,9 @@ enum HwCounter : unsigned {
     C_CNTR_IXE_RX_PTL_UNRESTRICTED_PKT = 1175,
     C_CNTR_IXE_RX_PTL_RESTRICTED_PKT = 1178,
     C_CNTR_HNI_HRP_ACK = 1582,
-    // softnic's own, in the last slots: one-sided operations done in a single copy
-    // within the host, and packets dropped as malformed (untrusted input).
+    // softnic's own, in the last slots: packets of another VNI, one-sided operations
+    // done in a single copy within the host, and packets dropped as malformed.
+    SOFTNIC_CNTR_VNI_DROPPED = 2525,  // packets of another VNI, dropped
     SOFTNIC_CNTR_SINGLE_COPY_RMA = 2526,
     SOFTNIC_CNTR_DROPPED_PKTS = 2527,
     C1_CNTR_SIZE = 2528,
@@ -41,7 +43,9 @@ enum HwCounter : unsigned {
 
 class Domain {
   public:
-    Domain(Fabric &fabric, const fi_info &info, const SoftNic &nic, void *context);
+    // `hold` has already counted the domain's address context (AC).
+    Domain(Fabric &fabric, const fi_info &info, const SoftNic &nic, void *context, AuthKey key,
+           std::shared_ptr<ServiceHold> hold);
     ~Domain();
     Domain(const Domain &) = delete;
     Domain &operator=(const Domain &) = delete;
@@ -49,6 +53,9 @@ class Domain {
     fid_domain *fid() { return &handle_.fid; }
     const SoftNic &nic() const { return nic_; }
     uint16_t vni() const { return vni_; }
+    uint32_t svc_id() const { return svc_id_; }
+    // The service's resource accounting; objects keep a reference until they close.
+    const std::shared_ptr<ServiceHold> &service() const { return hold_; }
     const fi_info &info() const { return *info_; }
     MrTable &mrs() { return mrs_; }
     DeferredQueue &deferred() { return deferred_; }
@@ -98,6 +105,8 @@ class Domain {
     Fabric &fabric_;
     const SoftNic nic_;
     uint16_t vni_;
+    uint32_t svc_id_;
+    std::shared_ptr<ServiceHold> hold_;
     fi_info *info_;
     MrTable mrs_;
     DeferredQueue deferred_;

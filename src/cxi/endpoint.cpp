@@ -6,11 +6,16 @@
 #include <cstring>
 
 #include "common/log.hpp"
+#include "cxi/auth.hpp"
 #include "cxi/domain.hpp"
 #include "cxi/env.hpp"
 
 namespace softnic::cxi {
 namespace {
+
+// What each context of an endpoint holds of its service.
+constexpr cxi_rsrc_type kEndpointRsrcs[] = {CXI_RSRC_TYPE_PTE, CXI_RSRC_TYPE_TXQ,
+                                            CXI_RSRC_TYPE_TGQ};
 
 EpView *view_of(fid *f) {
     return owner_of_fid<EpView, fid_ep>(f);
@@ -127,7 +132,12 @@ void init_view(EpView &v, Endpoint *ep, Context *ctx, unsigned side, void *conte
 
 }  // namespace
 
-Endpoint::Endpoint(Domain &domain, const fi_info &info, void *context, bool scalable)
+size_t Endpoint::contexts_for(const fi_info &info, bool scalable) {
+    if (!scalable || !info.ep_attr) return 1;
+    return std::max<size_t>({1, info.ep_attr->tx_ctx_cnt, info.ep_attr->rx_ctx_cnt});
+}
+
+Endpoint::Endpoint(Domain &domain, const fi_info &info, void *context, bool scalable, uint16_t vni)
     : domain_(domain),
       caps_(info.caps ? info.caps : kCaps),
       scalable_(scalable),
@@ -144,12 +154,14 @@ Endpoint::Endpoint(Domain &domain, const fi_info &info, void *context, bool scal
     if (info.tx_attr && info.tx_attr->msg_order) view_.msg_order = info.tx_attr->msg_order;
     size_t n = std::max(tx_ctx_cnt_, rx_ctx_cnt_);
     for (size_t i = 0; i < n; i++)
-        contexts_.push_back(std::make_unique<Context>(domain, caps_, tx_size_));
+        contexts_.push_back(std::make_unique<Context>(domain, caps_, tx_size_, vni));
     if (!scalable) view_.ctx = contexts_[0].get();
     domain_.refs().get();
 }
 
 Endpoint::~Endpoint() {
+    for (cxi_rsrc_type t : kEndpointRsrcs)
+        domain_.service()->give(t, unsigned(contexts_.size()));
     contexts_.clear();  // unregisters from CQs and counters, releases the PIDs
     if (av_) av_->refs().put();
     domain_.refs().put();
@@ -193,6 +205,60 @@ int Endpoint::close_view(EpView &v) {
     return 0;
 }
 
+namespace {
+
+// The VNI an endpoint uses: its own auth key's, which must name the domain's service
+// and a VNI that service allows, else the domain's. Its traffic class must be one the
+// service allows too.
+int endpoint_vni(Domain &d, const fi_info &info, uint16_t &vni) {
+    vni = d.vni();
+    const fi_ep_attr *a = info.ep_attr;
+    AuthKey key;
+    int given = a ? read_auth_key(a->auth_key, a->auth_key_size, key) : 0;
+    if (given < 0)
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "ep auth_key must be a struct cxi_auth_key\n");
+    const cxil::Service &svc = d.service()->service();
+    if (given) {
+        if (key.svc_id != d.svc_id())
+            SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "auth key service %u is not the domain's (%u)\n",
+                      key.svc_id, d.svc_id());
+        if (!cxil::vni_allowed(svc, key.vni))
+            SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "CXI service %u does not allow VNI %u\n",
+                      key.svc_id, key.vni);
+        vni = key.vni;
+    }
+    uint32_t tc = info.tx_attr ? info.tx_attr->tclass : uint32_t(FI_TC_UNSPEC);
+    if (!tclass_permitted(svc, tc))
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "CXI service %u does not allow tclass 0x%x\n",
+                  svc.id(), tc);
+    return 0;
+}
+
+// Each context of an endpoint holds a portal entry, a transmit and a target queue.
+int open_endpoint(Domain &d, const fi_info &info, void *context, bool scalable, fid_ep *&out) {
+    uint16_t vni = 0;
+    if (int ret = endpoint_vni(d, info, vni)) return ret;
+    ServiceHold &hold = *d.service();
+    size_t n = Endpoint::contexts_for(info, scalable);
+    for (size_t i = 0; i < std::size(kEndpointRsrcs); i++) {
+        if (int ret = hold.take(kEndpointRsrcs[i], unsigned(n))) {
+            while (i--)
+                hold.give(kEndpointRsrcs[i], unsigned(n));
+            return ret;
+        }
+    }
+    int ret = guarded([&] {
+        out = (new Endpoint(d, info, context, scalable, vni))->fid();
+        return 0;
+    });
+    if (ret)
+        for (cxi_rsrc_type t : kEndpointRsrcs)
+            hold.give(t, unsigned(n));
+    return ret;
+}
+
+}  // namespace
+
 int endpoint_open(fid_domain *domain, fi_info *info, fid_ep **ep, void *context) {
     if (!domain || !info || !ep) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "NULL info or ep\n");
     Domain *d = owner_of<Domain>(domain);
@@ -212,12 +278,7 @@ int endpoint_open(fid_domain *domain, fi_info *info, fid_ep **ep, void *context)
         if (static_cast<const CxiAddr *>(info->src_addr)->nic != d->nic().addr)
             SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "src_addr NIC is not this domain's NIC\n");
     }
-    if (info->domain_attr && info->domain_attr->auth_key_size)
-        SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "authorization keys are not built yet\n");
-    return guarded([&] {
-        *ep = (new Endpoint(*d, *info, context, false))->fid();
-        return 0;
-    });
+    return open_endpoint(*d, *info, context, false, *ep);
 }
 
 int scalable_ep_open(fid_domain *domain, fi_info *info, fid_ep **sep, void *context) {
@@ -227,11 +288,7 @@ int scalable_ep_open(fid_domain *domain, fi_info *info, fid_ep **sep, void *cont
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "at most %zu contexts\n", kMaxContexts);
     if (info->ep_attr && info->ep_attr->type != FI_EP_RDM && info->ep_attr->type != FI_EP_UNSPEC)
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "cxi endpoints are FI_EP_RDM only\n");
-    Domain *d = owner_of<Domain>(domain);
-    return guarded([&] {
-        *sep = (new Endpoint(*d, *info, context, true))->fid();
-        return 0;
-    });
+    return open_endpoint(*owner_of<Domain>(domain), *info, context, true, *sep);
 }
 
 Context *context_of(fid_ep *ep) {

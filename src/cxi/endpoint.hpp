@@ -42,7 +42,9 @@ struct EpView {
 
 class Endpoint {
   public:
-    Endpoint(Domain &domain, const fi_info &info, void *context, bool scalable);
+    Endpoint(Domain &domain, const fi_info &info, void *context, bool scalable, uint16_t vni);
+    // How many contexts (PIDs) such an endpoint has.
+    static size_t contexts_for(const fi_info &info, bool scalable);
     ~Endpoint();
     Endpoint(const Endpoint &) = delete;
     Endpoint &operator=(const Endpoint &) = delete;

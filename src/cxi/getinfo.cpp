@@ -6,6 +6,7 @@
 #include "common/info.hpp"
 #include "common/log.hpp"
 #include "cxi/addr.hpp"
+#include "cxi/auth.hpp"
 #include "cxi/caps.hpp"
 #include "cxi/env.hpp"
 #include "cxi/nic.hpp"
@@ -67,7 +68,9 @@ fi_info *offer(const SoftNic &nic, bool prov_key) {
     d.caps = kDomainCaps;
     i->fabric_attr->name = strdup("cxi");
     i->fabric_attr->prov_version = kProviderVersion;
-    i->nic = make_nic_info(nic, static_cast<unsigned>(env().default_vni));
+    AuthKey dflt;  // rgroup 0 and no VNI when this process has no service
+    if (!default_auth_key(nic, dflt)) dflt = AuthKey{};
+    i->nic = make_nic_info(nic, dflt.svc_id, dflt.vni);
     return i;
 }
 
@@ -158,6 +161,14 @@ void finish(fi_info &i, const fi_info *hints, const Request &r) {
 fi_info *normalized_hints(const fi_info *hints) {
     if (!hints) return nullptr;
     fi_info *h = fi_dupinfo(hints);
+    for (auto *a : {h && h->domain_attr ? &h->domain_attr->auth_key : nullptr,
+                    h && h->ep_attr ? &h->ep_attr->auth_key : nullptr})
+        if (a) {  // checked apart (hint_keys), never matched as attributes
+            free(*a);
+            *a = nullptr;
+        }
+    if (h && h->domain_attr) h->domain_attr->auth_key_size = 0;
+    if (h && h->ep_attr) h->ep_attr->auth_key_size = 0;
     if (h && h->domain_attr && h->domain_attr->mr_mode == FI_MR_ENDPOINT)
         h->domain_attr->mr_mode |= FI_MR_ALLOCATED;
     if (h && h->fabric_attr && h->fabric_attr->prov_name) {  // "cxi;ofi_rxm" style names
@@ -175,9 +186,47 @@ bool hints_acceptable(const fi_info *hints) {
     }
     if (hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC && hints->ep_attr->type != FI_EP_RDM)
         return false;
-    if (hints->domain_attr && hints->domain_attr->auth_key_size)  // keys: the isolation work
-        return false;
     return true;
+}
+
+// The authorization keys of the hints (spec §3.3): a key given for the endpoint alone
+// also serves the domain. -FI_ENODATA when malformed.
+struct HintKeys {
+    bool domain = false, ep = false;
+    AuthKey key, ep_key;
+};
+int hint_keys(const fi_info *hints, HintKeys &k) {
+    if (!hints) return 0;
+    int d = hints->domain_attr ? read_auth_key(hints->domain_attr->auth_key,
+                                               hints->domain_attr->auth_key_size, k.key)
+                               : 0;
+    int e = hints->ep_attr
+                ? read_auth_key(hints->ep_attr->auth_key, hints->ep_attr->auth_key_size, k.ep_key)
+                : 0;
+    if (d < 0 || e < 0)
+        SN_REJECT(-FI_ENODATA, FI_LOG_CORE, "auth_key must be a struct cxi_auth_key (%zu bytes)\n",
+                  sizeof(cxi_auth_key));
+    k.domain = d > 0 || e > 0;
+    k.ep = e > 0;
+    if (!d && e) k.key = k.ep_key;
+    if (k.ep && k.ep_key.svc_id != k.key.svc_id)
+        SN_REJECT(-FI_ENODATA, FI_LOG_CORE, "endpoint and domain auth keys name other services\n");
+    return 0;
+}
+
+bool keys_usable(const SoftNic &nic, const HintKeys &k) {
+    if (!k.domain) return true;
+    if (check_auth_key(nic, k.key) != 0) return false;
+    return !k.ep || check_auth_key(nic, k.ep_key) == 0;
+}
+
+void put_key(uint8_t *&dst, size_t &size, const AuthKey &k) {
+    cxi_auth_key raw{k.svc_id, k.vni};
+    free(dst);
+    dst = static_cast<uint8_t *>(std::calloc(1, sizeof(raw)));
+    if (!dst) return;
+    std::memcpy(dst, &raw, sizeof(raw));
+    size = sizeof(raw);
 }
 
 }  // namespace
@@ -190,10 +239,13 @@ int getinfo(uint32_t version, const char *node, const char *service, uint64_t fl
     int ret = parse_request(node, service, flags, hints, req);
     if (ret) return ret;
     if (!hints_acceptable(hints)) return -FI_ENODATA;
+    HintKeys keys;
+    if (int r = hint_keys(hints, keys)) return r;
     fi_info *h = normalized_hints(hints);
     fi_info *head = nullptr, **tail = &head;
     for (const SoftNic &nic : soft_nics()) {
         if (req.restrict_nic && nic.addr != req.nic) continue;
+        if (!keys_usable(nic, keys)) continue;
         for (bool prov_key : {true, false}) {
             fi_info *o = offer(nic, prov_key);
             if (!o) break;
@@ -201,6 +253,9 @@ int getinfo(uint32_t version, const char *node, const char *service, uint64_t fl
             fi_freeinfo(o);
             if (!out) continue;
             finish(*out, hints, req);
+            if (keys.domain)
+                put_key(out->domain_attr->auth_key, out->domain_attr->auth_key_size, keys.key);
+            if (keys.ep) put_key(out->ep_attr->auth_key, out->ep_attr->auth_key_size, keys.ep_key);
             *tail = out;
             tail = &out->next;
             if (hints) break;  // with hints, the first match per domain

@@ -46,8 +46,9 @@ transport::Link *Context::route(fi_addr_t dest, int &err) {
 int Context::open_udp(uint32_t pid) {
     int err = 0;
     const SoftNic &nic = domain_.nic();
-    udp_ =
-        transport::udp::UdpEndpoint::open(nic.ipv4, udp_port(vni_, pid), domain_.udp_config(), err);
+    transport::udp::UdpConfig cfg = domain_.udp_config();
+    cfg.realm = vni_;  // peers on other VNIs are refused by the transport
+    udp_ = transport::udp::UdpEndpoint::open(nic.ipv4, udp_port(vni_, pid), cfg, err);
     if (udp_) return 0;
     if (err == -EADDRINUSE) return -FI_ENOSPC;
     SN_WARN(FI_LOG_EP_CTRL, "%s: no UDP socket for PID %u (%s): other hosts cannot reach it\n",
@@ -57,6 +58,11 @@ int Context::open_udp(uint32_t pid) {
 
 void Context::poll_udp() {
     udp_->poll(*this, 64);
+    uint64_t foreign = udp_->stats().foreign;  // datagrams of other VNIs the transport refused
+    if (foreign != foreign_seen_) {
+        domain_.count(SOFTNIC_CNTR_VNI_DROPPED, foreign - foreign_seen_);
+        foreign_seen_ = foreign;
+    }
     udp_->take_failed(failed_links_);
     for (transport::udp::Channel *c : failed_links_) {
         // Refused before the peer ever answered: nobody listens at that PID.
@@ -64,10 +70,15 @@ void Context::poll_udp() {
             c->state() == transport::udp::Channel::State::kRefused && !c->heard_from_peer();
         uint32_t ip = ntohl(c->peer().sin_addr.s_addr);
         uint32_t pid = (ntohs(c->peer().sin_port) - uint32_t(env().udp_port_base)) % 512;
+        bool foreign = c->state() == transport::udp::Channel::State::kForeign;
         SN_WARN(FI_LOG_EP_DATA, "peer 0x%05x:%u %s\n", ip & kNicAddrMask, pid,
-                never_there ? "has no endpoint" : "stopped answering: operations fail");
+                foreign       ? "is on another VNI: operations fail"
+                : never_there ? "has no endpoint"
+                              : "stopped answering: operations fail");
         SN_DBG(FI_LOG_EP_DATA, "channel state: %s\n", c->describe().c_str());
-        if (never_there)
+        if (foreign)
+            fail_link(c, FI_ENOTCONN, C_RC_VNI_NOT_FOUND);  // that PID is on another VNI
+        else if (never_there)
             fail_link(c, FI_EIO, C_RC_PTLTE_NOT_FOUND);
         else
             fail_link(c, FI_EHOSTUNREACH, C_RC_UNDELIVERABLE);

@@ -1,23 +1,13 @@
-// Soft NICs: cxiN devices, each bound to one IPv4 interface address.
+// Soft NICs as the provider sees them (discovery lives in src/cxil, shared with libcxi).
 #pragma once
 
-#include <cstdint>
-#include <string>
-#include <vector>
+#include "cxil/devices.hpp"
 
 namespace softnic::cxi {
 
-constexpr uint32_t kNicAddrBits = 20;
-constexpr uint32_t kNicAddrMask = (1u << kNicAddrBits) - 1;
-
-struct SoftNic {
-    unsigned index;      // N of cxiN
-    std::string name;    // "cxiN"
-    std::string ifname;  // backing interface
-    uint32_t ipv4;       // host byte order
-    uint32_t addr;       // NIC address: the low 20 bits of ipv4
-    unsigned mtu;
-};
+using cxil::kNicAddrBits;
+using cxil::kNicAddrMask;
+using cxil::SoftNic;
 
 // All soft NICs of this host (FI_CXI_SOFT_NICS, else the default-route interface, else
 // loopback), filtered by FI_CXI_DEVICE_NAME. Computed once.

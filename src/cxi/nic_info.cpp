@@ -86,7 +86,7 @@ fid_nic *copy_nic(const fid_nic &src) {
 
 }  // namespace
 
-fid_nic *make_nic_info(const SoftNic &nic, unsigned default_vni) {
+fid_nic *make_nic_info(const SoftNic &nic, uint32_t default_rgroup, uint16_t default_vni) {
     fid_nic *n = alloc_nic();
     if (!n) return nullptr;
     char addr[16];
@@ -97,7 +97,7 @@ fid_nic *make_nic_info(const SoftNic &nic, unsigned default_vni) {
     n->bus_attr->bus_type = FI_BUS_UNKNOWN;  // no PCI device to match against
     *n->link_attr =
         fi_link_attr{strdup(addr), nic.mtu, kLinkSpeed, FI_LINK_UP, strdup("HPC Ethernet")};
-    cxip_nic_attr attr{FI_CXI_NIC_ATTR_VER, nic.addr, 1, default_vni};
+    cxip_nic_attr attr{FI_CXI_NIC_ATTR_VER, nic.addr, default_rgroup, default_vni};
     std::memcpy(n->prov_attr, &attr, sizeof(attr));
     return n;
 }

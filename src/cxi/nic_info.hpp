@@ -8,6 +8,6 @@
 namespace softnic::cxi {
 
 // A heap-allocated fid_nic that fi_dupinfo (FI_DUP) and fi_freeinfo (close) handle.
-fid_nic *make_nic_info(const SoftNic &nic, unsigned default_vni);
+fid_nic *make_nic_info(const SoftNic &nic, uint32_t default_rgroup, uint16_t default_vni);
 
 }  // namespace softnic::cxi

@@ -283,6 +283,12 @@ InfoPtr make_hints(const EpOptions &o, const char *domain) {
     if (domain) h->domain_attr->name = strdup(domain);
     h->tx_attr->size = o.tx_size;
     h->rx_attr->size = o.rx_size;
+    if (o.auth_key) {
+        h->ep_attr->auth_key = static_cast<uint8_t *>(malloc(sizeof(cxi_auth_key)));
+        CXIT_REQUIRE(h->ep_attr->auth_key != nullptr, "malloc");
+        memcpy(h->ep_attr->auth_key, &*o.auth_key, sizeof(cxi_auth_key));
+        h->ep_attr->auth_key_size = sizeof(cxi_auth_key);
+    }
     return h;
 }
 
@@ -418,7 +424,10 @@ fid_fabric *Session::fabric(const fi_info *info) {
 
 fid_domain *Session::domain(const char *name, const EpOptions &o, const Loc &loc) {
     std::string key = std::string(name) + (o.prov_key ? "/prov" : "/client") + "/" +
-                      std::to_string(static_cast<int>(o.threading));
+                      std::to_string(static_cast<int>(o.threading)) +
+                      (o.auth_key ? "/svc" + std::to_string(o.auth_key->svc_id) + "/vni" +
+                                        std::to_string(o.auth_key->vni)
+                                  : "");
     auto it = domains_.find(key);
     if (it != domains_.end()) return it->second.get();
     EpOptions dopts = o;

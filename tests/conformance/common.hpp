@@ -7,6 +7,7 @@
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
+#include <rdma/fi_cxi_ext.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
@@ -206,6 +207,7 @@ struct EpOptions {
     uint64_t rx_op_flags = 0;
     const char *src_service = nullptr;  // FI_SOURCE: node=<domain>, service=<pid>
     bool enable = true;
+    std::optional<cxi_auth_key> auth_key;  // hints ep_attr->auth_key (the domain gets it too)
 };
 
 // Builds hints for prov "cxi", FI_EP_RDM, FI_MR_ENDPOINT|ALLOCATED[|PROV_KEY].

@@ -90,9 +90,12 @@ struct SelfEndpoint {
     }
 };
 
+// Endpoints without an auth key use the default service's first VNI.
+constexpr unsigned kDefaultVni = 1;
+
 std::string ring_of(const SelfEndpoint &e) {
     char name[64];
-    std::snprintf(name, sizeof(name), "/softnic-cxi-%05x-%u-%u", e.nic, 10u, e.pid);
+    std::snprintf(name, sizeof(name), "/softnic-cxi-%05x-%u-%u", e.nic, kDefaultVni, e.pid);
     return name;
 }
 
@@ -100,7 +103,7 @@ WireHdr header(Pkt type, const SelfEndpoint &e) {
     WireHdr h{};
     h.type = static_cast<uint8_t>(type);
     h.version = softnic::cxi::kWireVersion;
-    h.vni = 10;
+    h.vni = kDefaultVni;
     h.src_nic = e.nic;
     h.src_pid = static_cast<uint16_t>(e.pid);
     return h;

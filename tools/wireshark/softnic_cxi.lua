@@ -25,7 +25,7 @@ local band = bitlib.band
 ----------------------------------------------------------------------------------------
 -- Names
 
-local rel_types = { [1] = "DATA", [2] = "ACK", [3] = "PROBE" }
+local rel_types = { [1] = "DATA", [2] = "ACK", [3] = "PROBE", [4] = "REJECT" }
 local cxi_types = { [1] = "MSG", [2] = "DATA", [3] = "GET_REQ", [4] = "DONE" }
 
 local REL_DATA, REL_ACK, REL_PROBE = 1, 2, 3
@@ -69,7 +69,7 @@ local rf = {
     ack_epoch   = ProtoField.uint32("softnic.ack_epoch", "Ack epoch", base.HEX),
     ack         = ProtoField.uint32("softnic.ack", "Ack (next expected)", base.DEC),
     window      = ProtoField.uint32("softnic.window", "Window (send below)", base.DEC),
-    reserved2   = ProtoField.uint32("softnic.reserved2", "Reserved", base.HEX),
+    realm       = ProtoField.uint32("softnic.realm", "Realm (VNI)", base.DEC),
     sack        = ProtoField.uint64("softnic.sack", "SACK bitmap", base.HEX),
     sack_seq    = ProtoField.uint32("softnic.sack.seq", "SACKed sequence", base.DEC),
     src_vni16   = ProtoField.uint16("softnic.port.src_vni16", "Source port VNI % 16", base.DEC),
@@ -79,7 +79,7 @@ local rf = {
 }
 p_rel.fields = {
     rf.magic, rf.version, rf.type, rf.flags, rf.f_ack_valid, rf.f_reserved, rf.reserved1,
-    rf.epoch, rf.seq, rf.ack_epoch, rf.ack, rf.window, rf.reserved2, rf.sack, rf.sack_seq,
+    rf.epoch, rf.seq, rf.ack_epoch, rf.ack, rf.window, rf.realm, rf.sack, rf.sack_seq,
     rf.src_vni16, rf.src_pid, rf.dst_vni16, rf.dst_pid,
 }
 
@@ -312,7 +312,7 @@ local function dissect_body(tvb, pinfo, tree)
         part(rf.magic, 0, 2); part(rf.version, 2, 1); part(rf.type, 3, 1)
         part(rf.flags, 4, 2); part(rf.reserved1, 6, 2); part(rf.epoch, 8, 4)
         part(rf.seq, 12, 4); part(rf.ack_epoch, 16, 4); part(rf.ack, 20, 4)
-        part(rf.window, 24, 4); part(rf.reserved2, 28, 4)
+        part(rf.window, 24, 4); part(rf.realm, 28, 4)
         t:append_text(string.format(" [truncated: %d of %d bytes]", len, REL_HDR_LEN))
         malformed(t, string.format("Truncated reliability header: %d of %d bytes", len, REL_HDR_LEN))
         local ty = len >= 4 and (rel_types[tvb(3, 1):uint()] or ("type=" .. tvb(3, 1):uint())) or "?"
@@ -354,7 +354,7 @@ local function dissect_body(tvb, pinfo, tree)
     t:add_le(rf.ack_epoch, tvb(16, 4)):append_text(stale)
     t:add_le(rf.ack, tvb(20, 4)):append_text(stale)
     t:add_le(rf.window, tvb(24, 4)):append_text(stale)
-    t:add_le(rf.reserved2, tvb(28, 4))
+    t:add_le(rf.realm, tvb(28, 4))
 
     local ski = t:add_le(rf.sack, tvb(32, 8))
     ski:append_text(stale)
@@ -380,6 +380,8 @@ local function dissect_body(tvb, pinfo, tree)
 
     -- Info column.
     local info = tname or ("type=" .. rtype)
+    local realm = tvb(28, 4):le_uint()
+    if realm ~= 0 then info = info .. " realm=" .. realm end
     if rtype == REL_DATA then info = info .. " seq=" .. seq end
     if ack_ok then
         info = info .. " ack=" .. ack

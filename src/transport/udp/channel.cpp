@@ -41,6 +41,7 @@ void Channel::flush() {
 void Channel::fill_ack(RelHdr &h) {
     rx_unacked_ = 0;
     ack_urgent_ = false;
+    h.realm = ep_.config().realm;  // every outgoing header passes here
     h.sack = 0;
     if (!have_peer_epoch_) return;
     h.flags |= kRelAckValid;
@@ -139,6 +140,7 @@ void Channel::on_datagram(const RelHdr &h, const uint8_t *body, size_t len, Pack
             ep_.need_ack(this);
             break;
         case RelType::kAck:
+        case RelType::kReject:  // the endpoint handles these before any channel
             break;
     }
 }

@@ -21,7 +21,7 @@ class UdpEndpoint;
 
 class Channel final : public Link {
   public:
-    enum class State { kOpen, kTimedOut, kRefused };
+    enum class State { kOpen, kTimedOut, kRefused, kForeign };  // kForeign: other realm
 
     Channel(UdpEndpoint &ep, const sockaddr_in &peer, uint32_t epoch);
     ~Channel() override;

@@ -4,7 +4,8 @@
 // an epoch (the stream's incarnation: a restarted sender starts a newer epoch). Every
 // packet may also carry the acknowledgement of the reverse stream: the next sequence
 // expected, a selective-ack bitmap for the 64 after it, and the flow-control limit.
-// Integers are little-endian, as on every host we run on.
+// Every datagram names the sender's realm; a receiver of another realm answers with
+// REJECT instead of delivering. Integers are little-endian, as on every host we run on.
 #pragma once
 
 #include <cstdint>
@@ -15,9 +16,10 @@ constexpr uint16_t kRelMagic = 0x4e53;  // the bytes 'S' 'N'
 constexpr uint8_t kRelVersion = 1;
 
 enum class RelType : uint8_t {
-    kData = 1,   // carries one packet of the protocol above
-    kAck = 2,    // header only
-    kProbe = 3,  // header only: "answer with an ACK" (window closed, or liveness)
+    kData = 1,    // carries one packet of the protocol above
+    kAck = 2,     // header only
+    kProbe = 3,   // header only: "answer with an ACK" (window closed, or liveness)
+    kReject = 4,  // header only: "your realm is not mine": the peer's channel fails
 };
 
 enum RelFlags : uint16_t {
@@ -35,8 +37,8 @@ struct RelHdr {
     uint32_t ack_epoch;  // the reverse stream being acknowledged
     uint32_t ack;        // next sequence expected from the reverse stream
     uint32_t window;     // the reverse stream may send sequences below this
-    uint32_t rsvd1;
-    uint64_t sack;  // bit i: sequence ack + 1 + i has arrived
+    uint32_t realm;      // the sender's isolation domain (cxi: its VNI); receivers drop others
+    uint64_t sack;       // bit i: sequence ack + 1 + i has arrived
 };
 static_assert(sizeof(RelHdr) == 40, "reliability header layout");
 

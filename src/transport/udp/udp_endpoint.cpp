@@ -69,11 +69,15 @@ void UdpEndpoint::dispatch(const uint8_t *pkt, size_t len, const sockaddr_in &fr
         return;
     }
     std::memcpy(&h, pkt, sizeof(h));
-    bool known_type = h.type >= uint8_t(RelType::kData) && h.type <= uint8_t(RelType::kProbe);
+    bool known_type = h.type >= uint8_t(RelType::kData) && h.type <= uint8_t(RelType::kReject);
     bool is_data = h.type == uint8_t(RelType::kData);
     if (h.magic != kRelMagic || h.version != kRelVersion || !known_type ||
         (is_data && len == sizeof(h))) {
         stats_.malformed++;  // not ours, or damaged: dropped and counted, never trusted
+        return;
+    }
+    if (h.type == uint8_t(RelType::kReject) || h.realm != cfg_.realm) {
+        reject(h, from);
         return;
     }
     // Only a peer that sends data or asks for an answer gets a channel of its own.
@@ -83,6 +87,26 @@ void UdpEndpoint::dispatch(const uint8_t *pkt, size_t len, const sockaddr_in &fr
         return;
     }
     c->on_datagram(h, pkt + sizeof(h), len - sizeof(h), sink);
+}
+
+// A datagram of another realm is dropped, counted and answered, so that its sender fails
+// its operations at once instead of retrying into silence. A REJECT fails our channel
+// to that peer, when it carries the realm of the peer we talk to and not ours.
+void UdpEndpoint::reject(const RelHdr &h, const sockaddr_in &from) {
+    if (h.type == uint8_t(RelType::kReject)) {
+        if (h.realm == cfg_.realm) return;  // nonsense: we are of the same realm
+        if (Channel *c = lookup(from, false)) c->fail(Channel::State::kForeign);
+        return;
+    }
+    stats_.foreign++;
+    if (h.type == uint8_t(RelType::kAck)) return;  // nothing to fail on the other side
+    RelHdr &r = reject_buf_;  // the same bytes for every peer: one buffer serves all
+    r = RelHdr{};
+    r.magic = kRelMagic;
+    r.version = kRelVersion;
+    r.type = uint8_t(RelType::kReject);
+    r.realm = cfg_.realm;
+    sock_.queue(from, &r, sizeof(r));
 }
 
 size_t UdpEndpoint::poll(PacketSink &sink, size_t) {

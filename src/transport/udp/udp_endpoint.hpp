@@ -23,11 +23,12 @@ struct UdpConfig {
     uint32_t rto_min_us = 1000, rto_max_us = 200000;
     int socket_buffer = 8 << 20;
     bool offload = true;  // UDP_SEGMENT / UDP_GRO where the kernel has them
+    uint32_t realm = 0;   // only peers of the same realm are served
     FaultConfig faults;
 };
 
 struct UdpStats {
-    uint64_t malformed = 0, duplicates = 0, retransmits = 0;
+    uint64_t malformed = 0, duplicates = 0, retransmits = 0, foreign = 0;
 };
 
 class UdpEndpoint final : public RxQueue {
@@ -73,6 +74,7 @@ class UdpEndpoint final : public RxQueue {
     explicit UdpEndpoint(const UdpConfig &cfg);
     Channel *lookup(const sockaddr_in &from, bool create);
     void dispatch(const uint8_t *pkt, size_t len, const sockaddr_in &from, PacketSink &sink);
+    void reject(const RelHdr &h, const sockaddr_in &from);
     void run_timers(uint64_t now);
     void flush_acks(bool idle);
 
@@ -89,6 +91,7 @@ class UdpEndpoint final : public RxQueue {
     bool closing_ = false;
     Channel *last_ = nullptr;  // the peer of the previous datagram
     UdpStats stats_;
+    RelHdr reject_buf_{};  // a queued REJECT lives here until the socket flushes
 };
 
 // Stream epochs increase across the processes of a host (they start from the clock),
