@@ -24,7 +24,8 @@ struct Request {
 };
 
 // The info one soft NIC offers with provider keys (prov_key) or client keys.
-fi_info *offer(const SoftNic &nic, bool prov_key) {
+// `dflt`: the key this process gets without asking (rgroup 0 and no VNI for none).
+fi_info *offer(const SoftNic &nic, bool prov_key, const AuthKey &dflt) {
     fi_info *i = fi_allocinfo();
     if (!i) return nullptr;
     i->caps = kCaps;
@@ -68,8 +69,6 @@ fi_info *offer(const SoftNic &nic, bool prov_key) {
     d.caps = kDomainCaps;
     i->fabric_attr->name = strdup("cxi");
     i->fabric_attr->prov_version = kProviderVersion;
-    AuthKey dflt;  // rgroup 0 and no VNI when this process has no service
-    if (!default_auth_key(nic, dflt)) dflt = AuthKey{};
     i->nic = make_nic_info(nic, dflt.svc_id, dflt.vni);
     return i;
 }
@@ -246,8 +245,10 @@ int getinfo(uint32_t version, const char *node, const char *service, uint64_t fl
     for (const SoftNic &nic : soft_nics()) {
         if (req.restrict_nic && nic.addr != req.nic) continue;
         if (!keys_usable(nic, keys)) continue;
+        AuthKey dflt;  // looked up once per NIC: it reads the service registry
+        if (!default_auth_key(nic, dflt)) dflt = AuthKey{};
         for (bool prov_key : {true, false}) {
-            fi_info *o = offer(nic, prov_key);
+            fi_info *o = offer(nic, prov_key, dflt);
             if (!o) break;
             fi_info *out = info::matches(*o, h, version) ? info::narrow(*o, h) : nullptr;
             fi_freeinfo(o);

@@ -117,15 +117,16 @@ int Usage::take(uint32_t svc_id, cxi_rsrc_type type, unsigned n, unsigned max) {
     return locked([&] {
         if (max && sum(table_->slot, svc_id)[type] + n > max) return -ENOSPC;
         int pid = getpid();
+        uint64_t start = start_time(pid);  // read /proc once, not per slot
         Slot *mine = nullptr, *free_slot = nullptr;
         for (Slot &s : table_->slot) {
-            if (s.pid == pid && s.svc_id == svc_id && s.start == start_time(pid)) mine = &s;
+            if (s.pid == pid && s.svc_id == svc_id && s.start == start) mine = &s;
             if (!mine && !free_slot && (s.pid == 0 || !alive(s))) free_slot = &s;
             if (mine) break;
         }
         if (!mine) {
             if (!free_slot) return -ENOSPC;
-            *free_slot = Slot{pid, svc_id, start_time(pid), {}};
+            *free_slot = Slot{pid, svc_id, start, {}};
             mine = free_slot;
         }
         if (mine->in_use[type] + n > 0xffff) return -ENOSPC;
