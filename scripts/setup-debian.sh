@@ -5,6 +5,7 @@ packages=(
     build-essential cmake pkg-config clang-format
     libfabric-dev libfabric-bin        # the stock libfabric our plugins load into
     libyaml-dev                        # cxi_service reads service descriptions in YAML
+    libnl-route-3-dev                  # usnic finds its devices and routes over netlink
     libgtest-dev                       # the test suites
     openmpi-bin libopenmpi-dev         # integration: Open MPI over the ofi MTL
     iproute2 nftables procps           # multi-host tests in network namespaces

@@ -107,6 +107,11 @@ Cq::Cq(fid_domain *domain, const fi_cq_attr &attr, size_t default_size, void *co
 }
 
 void Cq::push(const Completion &c) {
+    push_locked(c);
+    if (notify_) notify_(notify_arg_);
+}
+
+void Cq::push_locked(const Completion &c) {
     SpinGuard g(lock_);
     if (count_ == ring_.size()) {  // rare: grow rather than lose a completion
         std::vector<Completion> bigger(ring_.size() * 2);
@@ -120,8 +125,11 @@ void Cq::push(const Completion &c) {
 }
 
 void Cq::push_error(const ErrorCompletion &e) {
-    SpinGuard g(lock_);
-    errors_.push_back(e);
+    {
+        SpinGuard g(lock_);
+        errors_.push_back(e);
+    }
+    if (notify_) notify_(notify_arg_);
 }
 
 void Cq::write_entry(uint8_t *dst, const Completion &c) const {

@@ -52,6 +52,17 @@ class Cq {
     void on_close(std::function<void()> f) { on_close_ = std::move(f); }
     RefCount &refs() { return refs_; }
 
+    // A provider that wraps this CQ (its own ops tables) finds itself here.
+    void *ext = nullptr;
+    // Called after every push (wait objects: wake a sleeping reader).
+    void set_notify(void (*fn)(void *), void *arg) {
+        notify_arg_ = arg;
+        notify_ = fn;
+    }
+    bool empty() {
+        SpinGuard g(lock_);
+        return !count_ && errors_.empty();
+    }
     void push(const Completion &c);
     void push_error(const ErrorCompletion &e);
 
@@ -61,6 +72,7 @@ class Cq {
     const char *strerror(int prov_errno, const void *err_data, char *buf, size_t len);
 
   private:
+    void push_locked(const Completion &c);
     void write_entry(uint8_t *dst, const Completion &c) const;
 
     Handle<fid_cq, Cq> handle_;
@@ -75,6 +87,8 @@ class Cq {
     ProgressList progress_;
     RefCount refs_;
     std::function<void()> on_close_;
+    void (*notify_)(void *) = nullptr;
+    void *notify_arg_ = nullptr;
 };
 
 }  // namespace softnic

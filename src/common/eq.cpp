@@ -24,13 +24,7 @@ ssize_t op_sread(fid_eq *f, uint32_t *event, void *buf, size_t len, int timeout,
     return guarded([&] { return eq_of(f)->sread(event, buf, len, timeout, flags); });
 }
 const char *op_strerror(fid_eq *, int prov_errno, const void *, char *buf, size_t len) {
-    const char *s = fi_strerror(prov_errno);
-    if (buf && len) {
-        std::strncpy(buf, s, len - 1);
-        buf[len - 1] = '\0';
-        return buf;
-    }
-    return s;
+    return eq_strerror(prov_errno, buf, len);
 }
 
 fi_ops_eq eq_ops = {sizeof(fi_ops_eq), op_read, op_readerr, op_write, op_sread, op_strerror};
@@ -50,6 +44,16 @@ int eq_control(fid *, int command, void *) {
 fi_ops eq_fid_ops = make_fid_ops(eq_close, fid_no_bind, eq_control, fid_no_ops_open);
 
 }  // namespace
+
+const char *eq_strerror(int prov_errno, char *buf, size_t len) {
+    const char *s = fi_strerror(prov_errno < 0 ? -prov_errno : prov_errno);
+    if (buf && len) {
+        std::strncpy(buf, s, len - 1);
+        buf[len - 1] = '\0';
+        return buf;
+    }
+    return s;
+}
 
 int Eq::check_attr(const fi_eq_attr &attr) {
     if (!polled_wait_obj(attr.wait_obj))

@@ -11,6 +11,9 @@
 
 namespace softnic {
 
+// fi_eq_strerror: the error's text, copied into buf when one is given.
+const char *eq_strerror(int prov_errno, char *buf, size_t len);
+
 class Eq {
   public:
     static int check_attr(const fi_eq_attr &attr);

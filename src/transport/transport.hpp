@@ -63,6 +63,12 @@ class PacketSink {
   public:
     virtual ~PacketSink() = default;
     virtual bool deliver(const uint8_t *pkt, size_t len) = 0;
+    // As deliver(), naming the link the packet came in on (a network transport's
+    // channel), for protocols that learn the sender from the transport.
+    virtual bool deliver_from(const uint8_t *pkt, size_t len, Link &from) {
+        (void)from;
+        return deliver(pkt, len);
+    }
 };
 
 // The local receive queue of one endpoint.

@@ -314,7 +314,7 @@ void Channel::on_data(const RelHdr &h, const uint8_t *body, size_t len, PacketSi
     uint64_t s = deliv_next_ + uint64_t(d);
     rx_unacked_++;
     heard_ = true;
-    if (s == deliv_next_ && !backlogged_ && sink.deliver(body, len)) {
+    if (s == deliv_next_ && !backlogged_ && sink.deliver_from(body, len, *this)) {
         deliv_next_++;
         rcv_next_ = std::max(rcv_next_, deliv_next_);
         if (rx(deliv_next_).present) drain(sink);
@@ -338,7 +338,7 @@ bool Channel::drain(PacketSink &sink) {
     while (deliv_next_ < rcv_next_ || rx(deliv_next_).present) {
         RxSlot &r = rx(deliv_next_);
         if (!r.present) break;
-        if (!sink.deliver(r.buf.get(), r.len)) {
+        if (!sink.deliver_from(r.buf.get(), r.len, *this)) {
             if (!backlogged_) ep_.need_drain(this);
             backlogged_ = true;
             return false;

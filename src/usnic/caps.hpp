@@ -1,0 +1,40 @@
+// What the usnic provider offers (fi_usnic(7), upstream's values).
+#pragma once
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_ext_usnic.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace softnic::usnic {
+
+constexpr uint32_t kProviderVersion = FI_VERSION(1, 0);
+constexpr uint64_t kCaps = FI_MSG | FI_SOURCE | FI_SEND | FI_RECV;
+constexpr uint64_t kDomainCaps = FI_LOCAL_COMM | FI_REMOTE_COMM;
+constexpr uint64_t kModeBits = FI_LOCAL_MR | FI_MSG_PREFIX;
+constexpr size_t kPrefixSize = 64;       // FI_MSG_PREFIX bytes in front of DGRAM data
+constexpr size_t kPrefixHdrOffset = 22;  // where the VIC writes Ethernet+IP+UDP in it
+constexpr size_t kFrameHdr = 42;         // Ethernet 14 + IPv4 20 + UDP 8
+constexpr size_t kMaxUdpPayload = 65507;
+constexpr unsigned kCredits = 4095;   // descriptors per queue
+constexpr size_t kDgramInject = 950;  // 992 - 42: sends up to this are copied
+constexpr size_t kDgramQueue = 1023;  // 4095 / 4
+constexpr size_t kMaxIov = 8;
+constexpr size_t kRudpInject = 64;
+constexpr size_t kMsgQueue = 512, kRdmQueue = 128;
+constexpr size_t kRudpMaxMsg = UINT32_MAX;
+constexpr size_t kMrCount = 65535;
+constexpr size_t kMaxCqSize = 65535;
+constexpr size_t kCmDataMax = 256;
+
+// DGRAM message size limit for an interface MTU (lengths include the prefix).
+inline size_t dgram_max_msg(unsigned mtu, bool prefix) {
+    size_t payload = mtu > 28 ? mtu - 28 : 0;
+    if (payload > kMaxUdpPayload) payload = kMaxUdpPayload;
+    return payload + (prefix ? kPrefixSize : 0);
+}
+
+}  // namespace softnic::usnic

@@ -1,0 +1,48 @@
+// usnic completion queue: the shared CQ (src/common) behind usnic's rules, plus the
+// FD wait object: an epoll descriptor over the bound endpoints' sockets and an eventfd
+// that completions made off the application's thread ring once fi_trywait armed it.
+#pragma once
+
+#include <rdma/fi_domain.h>
+
+#include <atomic>
+
+#include "common/cq.hpp"
+
+namespace softnic::usnic {
+
+class Domain;
+
+class UCq {
+  public:
+    UCq(Domain *domain, const fi_cq_attr &attr, void *context);
+    ~UCq();
+    UCq(const UCq &) = delete;
+    UCq &operator=(const UCq &) = delete;
+    static UCq *of(fid_cq *f) { return static_cast<UCq *>(owner_of<Cq>(f)->ext); }
+    fid_cq *fid() { return core_.fid(); }
+    Cq &core() { return core_; }
+    fi_wait_obj wait_obj() const { return wait_obj_; }
+    bool context_format() const { return context_format_; }
+    // An endpoint bound this CQ: its socket joins the wait set.
+    void attach(int sock_fd);
+    void detach(int sock_fd);
+    int trywait();
+    int getwait(void *arg);
+    ssize_t sread(void *buf, size_t count, fi_addr_t *src, int timeout_ms);
+
+  private:
+    static void notify(void *self);
+    Cq core_;
+    Domain *domain_;
+    fi_wait_obj wait_obj_;
+    bool context_format_;
+    int epfd_ = -1, efd_ = -1;
+    std::atomic<int> bound_{0};
+    std::atomic<bool> armed_{false};
+};
+
+int cq_open(Domain *domain, fi_cq_attr *attr, fid_cq **cq, void *context);
+int cq_trywait(fid_cq *cq);
+
+}  // namespace softnic::usnic

@@ -1,0 +1,236 @@
+#include "usnic/msg_cm.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/log.hpp"
+#include "usnic/addr.hpp"
+#include "usnic/caps.hpp"
+#include "usnic/domain.hpp"
+#include "usnic/eq.hpp"
+#include "usnic/refuse.hpp"
+#include "usnic/rudp_ep.hpp"
+
+namespace softnic::usnic {
+
+ConnReq::~ConnReq() {
+    if (sock >= 0) close(sock);
+}
+
+std::unique_ptr<ConnReq> adopt_connreq(fid *handle) {
+    auto *req = reinterpret_cast<ConnReq *>(handle);
+    if (req->adopted) return nullptr;
+    req->adopted = true;
+    return std::unique_ptr<ConnReq>(req);
+}
+
+int read_cm_msg(int sock, std::vector<uint8_t> &buf) {
+    uint8_t tmp[sizeof(CmMsg) + kCmDataMax];
+    size_t want = sizeof(CmMsg);
+    if (buf.size() >= sizeof(CmMsg)) {
+        CmMsg m;
+        std::memcpy(&m, buf.data(), sizeof(m));
+        want += ntohl(m.datalen);
+    }
+    ssize_t n = recv(sock, tmp, want - buf.size(), MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return -1;
+    if (n > 0) buf.insert(buf.end(), tmp, tmp + n);
+    if (buf.size() < sizeof(CmMsg)) return 0;
+    CmMsg m;
+    std::memcpy(&m, buf.data(), sizeof(m));  // from the network: check before use
+    if (ntohl(m.magic) != kCmMagic || ntohl(m.datalen) > kCmDataMax) return -1;
+    return buf.size() == sizeof(CmMsg) + ntohl(m.datalen) ? 1 : 0;
+}
+
+bool write_cm_msg(int sock, const CmMsg &m, const void *data, size_t len) {
+    uint8_t out[sizeof(CmMsg) + kCmDataMax];
+    std::memcpy(out, &m, sizeof(m));
+    if (len) std::memcpy(out + sizeof(m), data, len);
+    size_t total = sizeof(m) + len, done = 0;
+    while (done < total) {  // small: the socket's buffer takes it at once
+        ssize_t n = ::send(sock, out + done, total - done, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EAGAIN) {
+            pollfd p{sock, POLLOUT, 0};
+            if (::poll(&p, 1, 1000) <= 0) return false;
+            continue;
+        }
+        if (n <= 0) return false;
+        done += static_cast<size_t>(n);
+    }
+    return true;
+}
+
+namespace {
+
+CmMsg make_msg(RudpEp &ep, int result, size_t datalen) {
+    CmMsg m{};
+    m.magic = htonl(kCmMagic);
+    m.ip_be = ep.domain().device().ip_be;
+    m.port_be = ep.udp_port_be();
+    m.result = static_cast<int32_t>(htonl(static_cast<uint32_t>(result)));
+    m.datalen = htonl(static_cast<uint32_t>(datalen));
+    return m;
+}
+
+void post_cm(Eq *eq, uint32_t event, RudpEp &ep, const uint8_t *data, size_t len) {
+    uint8_t buf[sizeof(fi_eq_cm_entry) + kCmDataMax];
+    fi_eq_cm_entry e{};
+    e.fid = &ep.fid()->fid;
+    std::memcpy(buf, &e, sizeof(e));
+    if (len) std::memcpy(buf + sizeof(e), data, len);
+    eq->post(event, buf, sizeof(e) + len);
+}
+
+// After FI_CONNECTED: the peer closing its end is our FI_SHUTDOWN.
+void watch_for_shutdown(RudpEp &ep) {
+    ep.domain().fabric().poller().add(ep.cm_fd, POLLIN, [&ep](short) {
+        char b[64];
+        ssize_t n = recv(ep.cm_fd, b, sizeof(b), MSG_DONTWAIT);
+        if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR))) return;
+        ep.domain().fabric().poller().remove(ep.cm_fd);
+        if (ep.conn() == RudpEp::Conn::kConnected) {
+            ep.set_shutdown();
+            post_cm(ep.eq(), FI_SHUTDOWN, ep, nullptr, 0);
+        }
+    });
+}
+
+void on_reply(RudpEp &ep, std::vector<uint8_t> &buf, short) {
+    int r = read_cm_msg(ep.cm_fd, buf);
+    if (r == 0) return;
+    Poller &poller = ep.domain().fabric().poller();
+    poller.remove(ep.cm_fd);
+    CmMsg m{};
+    if (r > 0) std::memcpy(&m, buf.data(), sizeof(m));
+    const uint8_t *data = buf.data() + sizeof(CmMsg);
+    size_t len = r > 0 ? ntohl(m.datalen) : 0;
+    if (r < 0 || m.result != 0) {
+        fi_eq_err_entry e{};
+        e.fid = &ep.fid()->fid;
+        e.err = FI_ECONNREFUSED;
+        ep.eq()->post_error(e, data, len);
+        close(ep.cm_fd);
+        ep.cm_fd = -1;
+        ep.set_shutdown();
+        return;
+    }
+    sockaddr_in peer{};
+    peer.sin_family = AF_INET;
+    peer.sin_addr.s_addr = m.ip_be;
+    peer.sin_port = m.port_be;
+    ep.set_connected(peer);
+    post_cm(ep.eq(), FI_CONNECTED, ep, data, len);
+    watch_for_shutdown(ep);
+}
+
+int check_cm_call(RudpEp &ep, size_t paramlen) {
+    if (paramlen > kCmDataMax)
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "private data of %zu bytes, at most %zu\n", paramlen,
+                  kCmDataMax);
+    if (!ep.eq()) SN_REJECT(-FI_ENOEQ, FI_LOG_EP_CTRL, "bind an EQ first\n");
+    if (!ep.enabled()) return ep.enable();
+    return 0;
+}
+
+int cm_connect(fid_ep *f, const void *addr, const void *param, size_t paramlen) {
+    auto &ep = static_cast<RudpEp &>(*Endpoint::of(f));
+    sockaddr_in to{};
+    if (!from_user(ep.domain().addr_format(), addr, to))
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "bad address\n");
+    if (ep.conn() != RudpEp::Conn::kIdle)
+        SN_REJECT(-FI_EISCONN, FI_LOG_EP_CTRL, "endpoint already connecting or connected\n");
+    int ret = check_cm_call(ep, paramlen);
+    if (ret) return ret;
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (s < 0) return -errno;
+    int one = 1;
+    setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (connect(s, reinterpret_cast<sockaddr *>(&to), sizeof(to)) && errno != EINPROGRESS) {
+        int err = errno;
+        close(s);
+        SN_REJECT(-err, FI_LOG_EP_CTRL, "connect %s: %s\n", to_string(to).c_str(), strerror(err));
+    }
+    ep.cm_fd = s;
+    ep.set_connecting();
+    std::vector<uint8_t> data(static_cast<const uint8_t *>(param),
+                              static_cast<const uint8_t *>(param) + (param ? paramlen : 0));
+    auto buf = std::make_shared<std::vector<uint8_t>>();
+    ep.domain().fabric().poller().add(s, POLLOUT, [&ep, data, buf](short ev) {
+        int err = 0;
+        socklen_t l = sizeof(err);
+        getsockopt(ep.cm_fd, SOL_SOCKET, SO_ERROR, &err, &l);
+        if (err || (ev & (POLLERR | POLLHUP)) ||
+            !write_cm_msg(ep.cm_fd, make_msg(ep, 0, data.size()), data.data(), data.size())) {
+            on_reply(ep, *buf, ev);  // reads the failure and reports it
+            return;
+        }
+        ep.domain().fabric().poller().add(ep.cm_fd, POLLIN,
+                                          [&ep, buf](short e) { on_reply(ep, *buf, e); });
+    });
+    return 0;
+}
+
+int cm_accept(fid_ep *f, const void *param, size_t paramlen) {
+    auto &ep = static_cast<RudpEp &>(*Endpoint::of(f));
+    if (!ep.connreq()) SN_REJECT(-FI_ENOTCONN, FI_LOG_EP_CTRL, "no connection request to accept\n");
+    int ret = check_cm_call(ep, paramlen);
+    if (ret) return ret;
+    std::unique_ptr<ConnReq> req = ep.take_connreq();
+    if (!write_cm_msg(req->sock, make_msg(ep, 0, paramlen), param, param ? paramlen : 0))
+        SN_REJECT(-FI_ECONNABORTED, FI_LOG_EP_CTRL, "the client went away\n");
+    ep.cm_fd = req->sock;
+    req->sock = -1;
+    ep.set_connected(req->peer);
+    post_cm(ep.eq(), FI_CONNECTED, ep, nullptr, 0);
+    watch_for_shutdown(ep);
+    return 0;
+}
+
+int cm_shutdown(fid_ep *f, uint64_t) {
+    auto &ep = static_cast<RudpEp &>(*Endpoint::of(f));
+    if (ep.conn() != RudpEp::Conn::kConnected)
+        SN_REJECT(-FI_ENOTCONN, FI_LOG_EP_CTRL, "endpoint is not connected\n");
+    ep.set_shutdown();
+    msg_cm_close(ep);
+    return 0;
+}
+
+int cm_getname(fid *f, void *addr, size_t *addrlen) {
+    return owner_of_fid<Endpoint, fid_ep>(f)->getname(addr, addrlen);
+}
+
+fi_ops_cm make_ops() {
+    fi_ops_cm o{};
+    o.size = sizeof(o);
+    o.getname = cm_getname;
+    USNIC_REFUSE(o, setname);
+    USNIC_REFUSE(o, getpeer);
+    o.connect = cm_connect;
+    USNIC_REFUSE(o, listen);
+    o.accept = cm_accept;
+    USNIC_REFUSE(o, reject);
+    o.shutdown = cm_shutdown;
+    USNIC_REFUSE(o, join);
+    return o;
+}
+
+}  // namespace
+
+fi_ops_cm ep_cm_ops_msg = make_ops();
+
+void msg_cm_close(RudpEp &ep) {
+    if (ep.cm_fd < 0) return;
+    ep.domain().fabric().poller().remove(ep.cm_fd);
+    ::shutdown(ep.cm_fd, SHUT_RDWR);
+    close(ep.cm_fd);
+    ep.cm_fd = -1;
+}
+
+}  // namespace softnic::usnic

@@ -1,0 +1,44 @@
+#include "usnic/params.hpp"
+
+#include <string>
+
+#include "common/params.hpp"
+#include "transport/udp/fault.hpp"
+#include "usnic/caps.hpp"
+#include "usnic/devices.hpp"
+
+namespace softnic::usnic {
+namespace {
+transport::udp::FaultConfig g_faults;
+}
+
+void define_params(const fi_provider *p) {
+    params::define_str(p, "ifaces",
+                       "Interfaces that become usnic devices, comma separated (loopback only when "
+                       "named). Default: every up interface but loopback with an IPv4 address.");
+    params::define_str(p, "faults",
+                       "Fault injection on the send path of MSG and RDM endpoints: "
+                       "drop=P,dup=P,reorder=P,delay=P,delay_us=N,seed=N (percentages).");
+}
+
+void load_params(const fi_provider *p) {
+    std::string s;
+    if (params::get_str(p, "ifaces", s)) set_iface_filter(s);
+    if (params::get_str(p, "faults", s)) {
+        std::string err;
+        transport::udp::FaultConfig f;
+        if (transport::udp::parse_faults(s, f, err))
+            g_faults = f;
+        else
+            SN_WARN(FI_LOG_CORE, "FI_USNIC_FAULTS: %s (ignored)\n", err.c_str());
+    }
+}
+
+transport::udp::UdpConfig udp_config(const Device &dev) {
+    transport::udp::UdpConfig c;
+    c.max_datagram = std::min<size_t>(dev.mtu > 28 ? dev.mtu - 28 : 548, kMaxUdpPayload);
+    c.faults = g_faults;
+    return c;
+}
+
+}  // namespace softnic::usnic

@@ -1,0 +1,319 @@
+#include "usnic/rudp_ep.hpp"
+
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/log.hpp"
+#include "transport/udp/channel.hpp"
+#include "usnic/addr.hpp"
+#include "usnic/av.hpp"
+#include "usnic/caps.hpp"
+#include "usnic/cq.hpp"
+#include "usnic/domain.hpp"
+#include "usnic/msg_cm.hpp"
+#include "usnic/params.hpp"
+
+namespace softnic::usnic {
+
+using transport::udp::Channel;
+
+int RudpEp::create(Domain *domain, const fi_info &info, void *context, Endpoint *&out) {
+    std::unique_ptr<ConnReq> req;
+    if (info.handle) {
+        if (info.ep_attr->type != FI_EP_MSG || info.handle->fclass != FI_CLASS_CONNREQ)
+            SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL,
+                      "the info's handle must be a connection request\n");
+        req = adopt_connreq(info.handle);
+        if (!req) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "connection request already used\n");
+    }
+    auto *ep = new RudpEp(domain, info, context);
+    ep->connreq_ = std::move(req);
+    if (info.src_addr && info.ep_attr->type == FI_EP_RDM) {
+        sockaddr_in a{};
+        if (from_user(info.addr_format, info.src_addr, a)) ep->bind_port_be_ = a.sin_port;
+    }
+    out = ep;
+    return 0;
+}
+
+RudpEp::RudpEp(Domain *domain, const fi_info &info, void *context)
+    : Endpoint(domain, info, context) {
+    if (type_ == FI_EP_MSG) handle_.fid.cm = &ep_cm_ops_msg;
+}
+
+RudpEp::~RudpEp() = default;
+
+std::unique_ptr<ConnReq> RudpEp::take_connreq() {
+    return std::move(connreq_);
+}
+
+int RudpEp::enable() {
+    int ret = check_enable_cqs(-FI_ENOCQ);
+    if (ret) return ret;
+    transport::udp::UdpConfig cfg = udp_config(domain_->device());
+    int err = 0;
+    udp_ = transport::udp::UdpEndpoint::open(ntohl(domain_->device().ip_be), ntohs(bind_port_be_),
+                                             cfg, err);
+    if (!udp_)
+        SN_REJECT(err ? err : -FI_EOTHER, FI_LOG_EP_CTRL, "cannot open the UDP socket: %s\n",
+                  strerror(-err));
+    attach_cqs(udp_->fd());
+    enabled_ = true;
+    transport::offload_register(this);
+    offloaded_ = true;
+    return 0;
+}
+
+void RudpEp::shutdown_io() {
+    msg_cm_close(*this);
+    if (offloaded_) transport::offload_unregister(this);
+    offloaded_ = false;
+    SpinGuard g(lock_);
+    if (udp_) udp_->linger();
+}
+
+uint16_t RudpEp::udp_port_be() const {
+    return local_name().sin_port;
+}
+
+sockaddr_in RudpEp::local_name() const {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = domain_->device().ip_be;
+    if (udp_) {
+        socklen_t len = sizeof(a);
+        getsockname(udp_->fd(), reinterpret_cast<sockaddr *>(&a), &len);
+    }
+    return a;
+}
+
+void RudpEp::set_connected(const sockaddr_in &peer) {
+    SpinGuard g(lock_);
+    peer_ch_ = udp_->link_to(ntohl(peer.sin_addr.s_addr), ntohs(peer.sin_port));
+    conn_.store(Conn::kConnected);
+}
+
+Channel *RudpEp::channel_for(fi_addr_t addr) {
+    if (type_ == FI_EP_MSG) return conn_.load() == Conn::kConnected ? peer_ch_ : nullptr;
+    const sockaddr_in *a = av_ ? av_->peer(addr) : nullptr;
+    return a ? udp_->link_to(ntohl(a->sin_addr.s_addr), ntohs(a->sin_port)) : nullptr;
+}
+
+ssize_t RudpEp::send(const Op &op) {
+    SpinGuard g(lock_);
+    Channel *ch = channel_for(op.addr);
+    if (!ch) {
+        if (type_ == FI_EP_MSG) SN_REJECT(-FI_ENOTCONN, FI_LOG_EP_DATA, "endpoint not connected\n");
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "destination %lu is not in the AV\n", op.addr);
+    }
+    if (tx_.size() >= tx_size_) return -FI_EAGAIN;
+    if (!ch->alive()) return -FI_EHOSTUNREACH;
+    TxOp &t = tx_.emplace_back();
+    t.context = op.context;
+    t.signal = op.signal;
+    t.ch = ch;
+    for (size_t i = 0; i < op.count; i++)
+        t.len += op.iov[i].iov_len;
+    if (op.flags & FI_INJECT) {
+        // The buffer is the caller's again on return: keep a copy.
+        if (t.len <= sizeof(t.inject)) {
+            size_t off = 0;
+            for (size_t i = 0; i < op.count; i++) {
+                std::memcpy(t.inject + off, op.iov[i].iov_base, op.iov[i].iov_len);
+                off += op.iov[i].iov_len;
+            }
+            t.iov[0] = iovec{t.inject, t.len};
+            t.count = 1;
+        }
+    }
+    if (!t.count) {
+        std::copy(op.iov, op.iov + op.count, t.iov);
+        t.count = op.count;
+    }
+    pump(t);
+    work_.store(true, std::memory_order_relaxed);
+    return 0;
+}
+
+// Queue as many packets of `op` as the channel takes; true once all are queued.
+bool RudpEp::pump(TxOp &op) {
+    Channel *ch = op.ch;
+    size_t room = ch->max_packet() - sizeof(RudpHdr);
+    while (!op.done_sending) {
+        if (!ch->alive()) return false;
+        size_t n = std::min(room, op.len - op.sent);
+        RudpHdr h{uint8_t(RudpType::kData), kRudpVersion,      0,
+                  uint32_t(op.len),         uint32_t(op.sent), 0};
+        iovec parts[8];
+        size_t np = 0, skip = op.sent, want = n;
+        for (size_t i = 0; i < op.count && want; i++) {
+            size_t l = op.iov[i].iov_len;
+            if (skip >= l) {
+                skip -= l;
+                continue;
+            }
+            size_t take = std::min(l - skip, want);
+            parts[np++] = iovec{static_cast<uint8_t *>(op.iov[i].iov_base) + skip, take};
+            want -= take;
+            skip = 0;
+        }
+        if (!ch->send(&h, sizeof(h), parts, np, false)) return false;  // window full
+        op.sent += n;
+        if (op.sent == op.len) {
+            op.done_sending = true;
+            op.token = ch->last_token();
+        }
+    }
+    return true;
+}
+
+ssize_t RudpEp::recv(const Op &op) {
+    SpinGuard g(lock_);
+    if (rx_.size() >= rx_size_) return -FI_EAGAIN;
+    RxOp &r = rx_.emplace_back();
+    std::copy(op.iov, op.iov + op.count, r.iov);
+    r.count = op.count;
+    r.context = op.context;
+    for (size_t i = 0; i < op.count; i++)
+        r.cap += op.iov[i].iov_len;
+    work_.store(true, std::memory_order_relaxed);
+    return 0;
+}
+
+ssize_t RudpEp::size_left(bool tx) {
+    SpinGuard g(lock_);
+    return static_cast<ssize_t>(tx ? tx_size_ - tx_.size() : rx_size_ - rx_.size());
+}
+
+bool RudpEp::deliver_from(const uint8_t *pkt, size_t len, transport::Link &from) {
+    auto &ch = static_cast<Channel &>(from);
+    RudpHdr h;
+    if (len < sizeof(h)) {
+        malformed_++;
+        return true;  // consumed: dropped
+    }
+    std::memcpy(&h, pkt, sizeof(h));
+    size_t plen = len - sizeof(h);
+    if (h.type != uint8_t(RudpType::kData) || h.version != kRudpVersion || h.offset > h.msg_len ||
+        plen > h.msg_len - h.offset || (type_ == FI_EP_MSG && &ch != peer_ch_)) {
+        malformed_++;
+        SN_DBG(FI_LOG_EP_DATA, "dropped a malformed or stray packet\n");
+        return true;
+    }
+    Reasm &r = reasm_[&ch];
+    if (!r.active) {
+        if (h.offset != 0) {
+            malformed_++;
+            return true;
+        }
+        if (rx_.empty()) return false;  // hold it in the channel until a receive is posted
+        r.rx = rx_.front();
+        rx_.pop_front();
+        r.active = true;
+        r.msg_len = h.msg_len;
+        r.got = 0;
+    }
+    if (h.offset != r.got || h.msg_len != r.msg_len) {
+        malformed_++;
+        return true;
+    }
+    // Scatter into the receive's buffers; what does not fit is truncated.
+    const uint8_t *src = pkt + sizeof(h);
+    size_t at = h.offset, left = plen;
+    for (size_t i = 0; i < r.rx.count && left; i++) {
+        size_t l = r.rx.iov[i].iov_len;
+        if (at >= l) {
+            at -= l;
+            continue;
+        }
+        size_t n = std::min(l - at, left);
+        std::memcpy(static_cast<uint8_t *>(r.rx.iov[i].iov_base) + at, src, n);
+        src += n;
+        left -= n;
+        at = 0;
+    }
+    r.got += static_cast<uint32_t>(plen);
+    if (r.got == r.msg_len) complete_rx(r, ch);
+    return true;
+}
+
+void RudpEp::complete_rx(Reasm &r, Channel &from) {
+    r.active = false;
+    if (r.msg_len > r.rx.cap) {
+        push_rx_error(r.rx.context, FI_ETRUNC, r.rx.cap, r.msg_len - r.rx.cap);
+        return;
+    }
+    fi_addr_t src = av_ ? av_->reverse_of(from.peer()) : FI_ADDR_NOTAVAIL;
+    push_rx(r.rx.context, r.msg_len, src);
+}
+
+void RudpEp::progress() {
+    app_calls_.store(app_calls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (!lock_.try_lock()) return;  // someone else is progressing this endpoint
+    progress_locked();
+    lock_.unlock();
+}
+
+bool RudpEp::offload_progress(bool readable) {
+    (void)readable;
+    if (!lock_.try_lock()) return false;
+    progress_locked();
+    lock_.unlock();
+    return true;
+}
+
+void RudpEp::progress_locked() {
+    if (!udp_) return;
+    udp_->poll(*this, 64);
+    udp_->take_failed(failed_);
+    for (Channel *ch : failed_)
+        fail_channel(ch);
+    failed_.clear();
+    reap();
+    work_.store(!tx_.empty() || udp_->busy(), std::memory_order_relaxed);
+}
+
+// Push what waits for window, complete what the peer acknowledged.
+void RudpEp::reap() {
+    std::vector<Channel *> blocked;
+    for (auto it = tx_.begin(); it != tx_.end();) {
+        TxOp &op = *it;
+        if (!op.done_sending) {
+            bool earlier_blocked =
+                std::find(blocked.begin(), blocked.end(), op.ch) != blocked.end();
+            if (earlier_blocked || !pump(op)) {  // keep each channel's packets in order
+                blocked.push_back(op.ch);
+                ++it;
+                continue;
+            }
+        }
+        if (!op.ch->acked(op.token)) {
+            ++it;
+            continue;
+        }
+        if (op.signal) push_tx(op.context, op.len);
+        it = tx_.erase(it);
+    }
+}
+
+void RudpEp::fail_channel(Channel *ch) {
+    int err = ch->heard_from_peer() ? FI_EHOSTUNREACH : FI_ECONNREFUSED;
+    SN_WARN(FI_LOG_EP_DATA, "peer %s failed: %s\n", to_string(ch->peer()).c_str(),
+            fi_strerror(err));
+    for (auto it = tx_.begin(); it != tx_.end();) {
+        if (it->ch != ch) {
+            ++it;
+            continue;
+        }
+        push_tx_error(it->context, err);
+        it = tx_.erase(it);
+    }
+    auto r = reasm_.find(ch);
+    if (r != reasm_.end() && r->second.active) push_rx_error(r->second.rx.context, FI_EIO, 0, 0);
+    reasm_.erase(ch);
+}
+
+}  // namespace softnic::usnic

@@ -1,0 +1,104 @@
+// MSG and RDM endpoints: messages cut into packets of the shared reliable UDP layer
+// (one socket per endpoint, one reliable channel per peer). A message waits in the
+// channel until a receive is posted, so nothing is lost for want of one; a send
+// completes once the peer acknowledged its last packet.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <list>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "common/lock.hpp"
+#include "transport/offload.hpp"
+#include "transport/transport.hpp"
+#include "transport/udp/udp_endpoint.hpp"
+#include "usnic/endpoint.hpp"
+#include "usnic/rudp_wire.hpp"
+
+namespace softnic::usnic {
+
+struct ConnReq;
+
+class RudpEp final : public Endpoint,
+                     public transport::PacketSink,
+                     public transport::OffloadClient {
+  public:
+    static int create(Domain *domain, const fi_info &info, void *context, Endpoint *&out);
+    RudpEp(Domain *domain, const fi_info &info, void *context);
+    ~RudpEp() override;
+    int enable() override;
+    ssize_t send(const Op &op) override;
+    ssize_t recv(const Op &op) override;
+    ssize_t size_left(bool tx) override;
+    void progress() override;
+    void shutdown_io() override;
+    // PacketSink
+    bool deliver(const uint8_t *, size_t) override { return true; }
+    bool deliver_from(const uint8_t *pkt, size_t len, transport::Link &from) override;
+    // OffloadClient
+    int offload_fd() override { return udp_ ? udp_->fd() : -1; }
+    bool offload_watch() override { return false; }
+    uint64_t app_calls() override { return app_calls_.load(std::memory_order_relaxed); }
+    bool offload_wanted() override { return work_.load(std::memory_order_relaxed); }
+    bool offload_progress(bool readable) override;
+
+    // MSG connection state (msg_cm.cpp).
+    enum class Conn { kIdle, kConnecting, kConnected, kShutdown };
+    Conn conn() const { return conn_.load(); }
+    void set_connecting() { conn_.store(Conn::kConnecting); }
+    void set_connected(const sockaddr_in &peer);
+    void set_shutdown() { conn_.store(Conn::kShutdown); }
+    ConnReq *connreq() { return connreq_.get(); }
+    std::unique_ptr<ConnReq> take_connreq();
+    int cm_fd = -1;  // the connection-management TCP socket
+    uint16_t udp_port_be() const;
+
+  private:
+    struct TxOp {
+        iovec iov[8];
+        size_t count = 0;
+        size_t len = 0, sent = 0;
+        void *context = nullptr;
+        bool signal = false, started = false, done_sending = false;
+        transport::udp::Channel *ch = nullptr;
+        uint64_t token = 0;
+        uint8_t inject[64];
+    };
+    struct RxOp {
+        iovec iov[8];
+        size_t count = 0, cap = 0;
+        void *context = nullptr;
+    };
+    struct Reasm {
+        bool active = false;
+        RxOp rx;
+        uint32_t msg_len = 0, got = 0;
+    };
+    sockaddr_in local_name() const override;
+    void progress_locked();
+    bool pump(TxOp &op);
+    void reap();
+    void fail_channel(transport::udp::Channel *ch);
+    void complete_rx(Reasm &r, transport::udp::Channel &from);
+    transport::udp::Channel *channel_for(fi_addr_t addr);
+
+    SpinLock lock_;
+    std::unique_ptr<transport::udp::UdpEndpoint> udp_;
+    uint16_t bind_port_be_ = 0;
+    std::list<TxOp> tx_;   // in posting order (stable: packets reference inject copies)
+    std::deque<RxOp> rx_;  // posted, not yet matched
+    std::unordered_map<transport::udp::Channel *, Reasm> reasm_;
+    std::vector<transport::udp::Channel *> failed_;
+    std::atomic<Conn> conn_{Conn::kIdle};
+    transport::udp::Channel *peer_ch_ = nullptr;
+    std::unique_ptr<ConnReq> connreq_;
+    std::atomic<uint64_t> app_calls_{0};
+    std::atomic<bool> work_{false};
+    bool offloaded_ = false;
+    uint64_t malformed_ = 0;
+};
+
+}  // namespace softnic::usnic
