@@ -98,7 +98,6 @@ void UCq::notify(void *self) {
 }
 
 void UCq::attach(int sock_fd) {
-    bound_.fetch_add(1);
     if (epfd_ < 0 || sock_fd < 0) return;
     epoll_event ev{};
     ev.events = EPOLLIN;
@@ -107,7 +106,6 @@ void UCq::attach(int sock_fd) {
 }
 
 void UCq::detach(int sock_fd) {
-    bound_.fetch_sub(1);
     if (epfd_ >= 0 && sock_fd >= 0) epoll_ctl(epfd_, EPOLL_CTL_DEL, sock_fd, nullptr);
 }
 

@@ -24,7 +24,10 @@ class UCq {
     Cq &core() { return core_; }
     fi_wait_obj wait_obj() const { return wait_obj_; }
     bool context_format() const { return context_format_; }
-    // An endpoint bound this CQ: its socket joins the wait set.
+    // An endpoint bound this CQ (FI_GETWAIT works from then on) / let it go.
+    void bind_ep() { bound_.fetch_add(1); }
+    void unbind_ep() { bound_.fetch_sub(1); }
+    // An enabled endpoint's socket joins the wait set / leaves it.
     void attach(int sock_fd);
     void detach(int sock_fd);
     int trywait();
@@ -44,5 +47,7 @@ class UCq {
 
 int cq_open(Domain *domain, fi_cq_attr *attr, fid_cq **cq, void *context);
 int cq_trywait(fid_cq *cq);
+// Poll sets over CQs (poll_set.cpp).
+int poll_open(Domain *domain, fi_poll_attr *attr, fid_poll **out);
 
 }  // namespace softnic::usnic

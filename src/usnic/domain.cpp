@@ -88,8 +88,8 @@ int dom_scalable_ep(fid_domain *, fi_info *, fid_ep **, void *) {
 int dom_cntr_open(fid_domain *, fi_cntr_attr *, fid_cntr **, void *) {
     SN_REJECT(-FI_ENOSYS, FI_LOG_DOMAIN, "usnic has no counters\n");
 }
-int dom_poll_open(fid_domain *, fi_poll_attr *, fid_poll **) {
-    SN_REJECT(-FI_ENOSYS, FI_LOG_DOMAIN, "poll sets are not supported yet\n");
+int dom_poll_open(fid_domain *d, fi_poll_attr *attr, fid_poll **ps) {
+    return guarded([&] { return poll_open(Domain::of(d), attr, ps); });
 }
 int dom_stx_ctx(fid_domain *, fi_tx_attr *, fid_stx **, void *) {
     SN_REJECT(-FI_ENOSYS, FI_LOG_DOMAIN, "usnic has no shared transmit contexts\n");

@@ -67,19 +67,14 @@ Endpoint::Endpoint(Domain *domain, const fi_info &info, void *context)
 }
 
 Endpoint::~Endpoint() {
-    if (tx_cq_) {
-        tx_cq_->core().progress().remove(this);
-        tx_cq_->detach(attached_fd_);
-        tx_cq_->core().refs().put();
+    for (UCq *cq : {tx_cq_, rx_cq_}) {
+        if (!cq) continue;
+        cq->core().progress().remove(this);
+        cq->unbind_ep();
+        cq->core().refs().put();
     }
-    if (rx_cq_) {
-        rx_cq_->core().progress().remove(this);
-        if (rx_cq_ != tx_cq_)
-            rx_cq_->detach(attached_fd_);
-        else
-            rx_cq_->detach(-1);
-        rx_cq_->core().refs().put();
-    }
+    if (tx_cq_ && attached_fd_ >= 0) tx_cq_->detach(attached_fd_);
+    if (rx_cq_ && rx_cq_ != tx_cq_ && attached_fd_ >= 0) rx_cq_->detach(attached_fd_);
     if (av_) av_->refs().put();
     if (eq_) eq_->refs().put();
     domain_->refs().put();
@@ -100,11 +95,13 @@ int Endpoint::bind(::fid *f, uint64_t flags) {
             if (flags & FI_TRANSMIT) {
                 tx_cq_ = cq;
                 tx_selective_ = flags & FI_SELECTIVE_COMPLETION;
+                cq->bind_ep();
                 cq->core().refs().get();
                 cq->core().progress().add(this);
             }
             if (flags & FI_RECV) {
                 rx_cq_ = cq;
+                cq->bind_ep();
                 cq->core().refs().get();
                 cq->core().progress().add(this);
             }
@@ -146,10 +143,7 @@ int Endpoint::check_enable_cqs(int missing_code) {
 void Endpoint::attach_cqs(int sock_fd) {
     attached_fd_ = sock_fd;
     tx_cq_->attach(sock_fd);
-    if (rx_cq_ != tx_cq_)
-        rx_cq_->attach(sock_fd);
-    else
-        rx_cq_->attach(-1);  // counted as bound, the socket is already in its set
+    if (rx_cq_ != tx_cq_) rx_cq_->attach(sock_fd);
 }
 
 int Endpoint::getname(void *addr, size_t *addrlen) {

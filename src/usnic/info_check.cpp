@@ -7,7 +7,12 @@
 namespace softnic::usnic {
 namespace {
 
-#define NO_MATCH(...) SN_REJECT(-FI_ENODATA, FI_LOG_CORE, __VA_ARGS__)
+// A mismatch is no error: log at INFO (users debug hints with FI_LOG_LEVEL=info).
+#define NO_MATCH(...)                      \
+    do {                                   \
+        SN_INFO(FI_LOG_CORE, __VA_ARGS__); \
+        return -FI_ENODATA;                \
+    } while (0)
 
 int check_domain(fi_info &o, const fi_domain_attr &h, uint32_t version) {
     fi_domain_attr &d = *o.domain_attr;

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/log.hpp"
@@ -100,6 +101,10 @@ Pep::~Pep() {
         fabric_->poller().remove(fd_);
         close(fd_);
     }
+    for (ConnReq *req : reading_) {
+        fabric_->poller().remove(req->sock);
+        delete req;
+    }
     if (eq_) eq_->refs().put();
     fi_freeinfo(info_);
     fabric_->refs().put();
@@ -172,6 +177,7 @@ void Pep::on_listen_ready() {
     req->fid_.fclass = FI_CLASS_CONNREQ;
     req->sock = s;
     req->fabric = fabric_;
+    reading_.push_back(req);
     fabric_->poller().add(s, POLLIN, [this, req](short) { on_request_bytes(req); });
 }
 
@@ -179,6 +185,7 @@ void Pep::on_request_bytes(ConnReq *req) {
     int r = read_cm_msg(req->sock, req->in);
     if (r == 0) return;
     fabric_->poller().remove(req->sock);
+    reading_.erase(std::remove(reading_.begin(), reading_.end(), req), reading_.end());
     if (r < 0) {
         SN_WARN(FI_LOG_EP_CTRL, "dropped a malformed connection request\n");
         delete req;

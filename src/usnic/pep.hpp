@@ -5,6 +5,8 @@
 #include <netinet/in.h>
 #include <rdma/fi_endpoint.h>
 
+#include <vector>
+
 #include "common/fid.hpp"
 
 namespace softnic::usnic {
@@ -38,6 +40,7 @@ class Pep {
     sockaddr_in addr_{};
     int fd_ = -1;
     bool listening_ = false;
+    std::vector<ConnReq *> reading_;  // requests still arriving (ours until FI_CONNREQ)
 };
 
 int pep_open(Fabric *fabric, fi_info *info, fid_pep **pep, void *context);

@@ -80,6 +80,7 @@ int ask_kernel(const Device &dev, uint32_t dst_be) {
 }  // namespace
 
 int route_distance(const Device &dev, uint32_t dst_be) {
+    if (dst_be == dev.ip_be) return 0;  // the device itself: software loops back (FI_LOCAL_COMM)
     using Clock = std::chrono::steady_clock;
     static std::mutex lock;
     static std::map<std::tuple<uint32_t, uint32_t, int>, std::pair<int, Clock::time_point>> cache;

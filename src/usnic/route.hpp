@@ -8,7 +8,8 @@ namespace softnic::usnic {
 
 struct Device;
 
-// -1: unreachable, or reached through another interface; 0: on the device's link;
+// -1: unreachable, or reached through another interface; 0: on the device's link
+// (or the device itself);
 // 1: through a gateway. Answers are cached for 120 s, as upstream does.
 int route_distance(const Device &dev, uint32_t dst_be);
 

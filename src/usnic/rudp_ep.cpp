@@ -160,14 +160,20 @@ bool RudpEp::pump(TxOp &op) {
             want -= take;
             skip = 0;
         }
-        if (!ch->send(&h, sizeof(h), parts, np, false)) return false;  // window full
+        // One payload piece stays the application's until the send completes (after the
+        // acknowledgement), so the channel may reference it instead of copying.
+        bool queued =
+            np == 1 ? ch->send_stable(&h, sizeof(h), parts[0].iov_base, parts[0].iov_len, true)
+                    : ch->send(&h, sizeof(h), parts, np, true);
+        if (!queued) break;  // window full
         op.sent += n;
         if (op.sent == op.len) {
             op.done_sending = true;
             op.token = ch->last_token();
         }
     }
-    return true;
+    ch->flush();  // the batch leaves in one sendmmsg / segmentation-offload send
+    return op.done_sending;
 }
 
 ssize_t RudpEp::recv(const Op &op) {

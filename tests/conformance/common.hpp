@@ -26,6 +26,8 @@
 #include <utility>
 #include <vector>
 
+#include "fid_holder.hpp"
+
 namespace cxit {
 
 // API version requested from fi_getinfo. Kept below the library version so a
@@ -63,51 +65,14 @@ long check_rc(long rc, const char *expr, const char *file, int line);
     } while (0)
 
 // ---------------------------------------------------------------------------
-// RAII wrapper for any fid_* object with an embedded `struct fid fid`.
-template <typename T>
-class Fid {
-  public:
-    Fid() = default;
-    explicit Fid(T *p) : p_(p) {}
-    Fid(const Fid &) = delete;
-    Fid &operator=(const Fid &) = delete;
-    Fid(Fid &&o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
-    Fid &operator=(Fid &&o) noexcept {
-        if (this != &o) {
-            reset();
-            p_ = std::exchange(o.p_, nullptr);
-        }
-        return *this;
+// RAII holder for any fid_* object (tests/common/fid_holder.hpp).
+struct CloseReport {
+    void operator()(int rc) const {
+        report("fi_close failed in destructor: " + rc_str(rc), __FILE__, __LINE__);
     }
-    ~Fid() { reset(); }
-
-    T *get() const { return p_; }
-    T *operator->() const { return p_; }
-    explicit operator bool() const { return p_ != nullptr; }
-    fid_t fid() const { return &p_->fid; }
-    T **out() {
-        reset();
-        return &p_;
-    }
-    T *release() { return std::exchange(p_, nullptr); }
-    // Closes now and returns fi_close's result; the wrapper keeps the object
-    // when the close fails so that a later close can be retried.
-    int close() {
-        if (!p_) return 0;
-        int rc = fi_close(&p_->fid);
-        if (rc == 0) p_ = nullptr;
-        return rc;
-    }
-    void reset() {
-        if (!p_) return;
-        int rc = fi_close(&p_->fid);
-        if (rc != 0) report("fi_close failed in destructor: " + rc_str(rc), __FILE__, __LINE__);
-        p_ = nullptr;
-    }
-
-  private:
-    T *p_ = nullptr;
 };
+template <typename T>
+using Fid = testutil::Fid<T, CloseReport>;
 
 // Runs `open(&p)` and keeps p only when the call returned 0: a provider may
 // leave garbage in the output pointer of a failed open. Use through
