@@ -30,11 +30,12 @@ constexpr size_t kMrCount = 65535;
 constexpr size_t kMaxCqSize = 65535;
 constexpr size_t kCmDataMax = 256;
 
-// DGRAM message size limit for an interface MTU (lengths include the prefix).
-inline size_t dgram_max_msg(unsigned mtu, bool prefix) {
+// DGRAM message size limit for an interface MTU. Limits count the payload only, as
+// fi_getinfo(3) says of FI_MSG_PREFIX (upstream added the prefix; fi_pingpong and
+// Open MPI work either way with this one), while lengths passed in include it.
+inline size_t dgram_max_msg(unsigned mtu) {
     size_t payload = mtu > 28 ? mtu - 28 : 0;
-    if (payload > kMaxUdpPayload) payload = kMaxUdpPayload;
-    return payload + (prefix ? kPrefixSize : 0);
+    return payload > kMaxUdpPayload ? kMaxUdpPayload : payload;
 }
 
 }  // namespace softnic::usnic

@@ -60,9 +60,8 @@ Endpoint::Endpoint(Domain *domain, const fi_info &info, void *context)
     tx_iov_limit_ = info.tx_attr && info.tx_attr->iov_limit ? info.tx_attr->iov_limit : dflt_iov;
     rx_iov_limit_ = info.rx_attr && info.rx_attr->iov_limit ? info.rx_attr->iov_limit : dflt_iov;
     inject_size_ = dgram ? kDgramInject : kRudpInject;
-    if (!max_msg_ ||
-        max_msg_ > (dgram ? dgram_max_msg(domain->device().mtu, prefix_) : kRudpMaxMsg))
-        max_msg_ = dgram ? dgram_max_msg(domain->device().mtu, prefix_) : kRudpMaxMsg;
+    if (!max_msg_ || max_msg_ > (dgram ? dgram_max_msg(domain->device().mtu) : kRudpMaxMsg))
+        max_msg_ = dgram ? dgram_max_msg(domain->device().mtu) : kRudpMaxMsg;
     domain_->refs().get();
 }
 

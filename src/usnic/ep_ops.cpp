@@ -6,6 +6,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "common/log.hpp"
+#include "usnic/caps.hpp"
 #include "usnic/endpoint.hpp"
 #include "usnic/refuse.hpp"
 
@@ -32,6 +33,7 @@ ssize_t do_send(fid_ep *f, const iovec *iov, size_t count, fi_addr_t dest, void 
         SN_REJECT(too_big(ep), FI_LOG_EP_DATA, "%zu iovs, the limit is %zu\n", count,
                   ep->tx_iov_limit());
     size_t len = total(iov, count);
+    if (ep->prefix()) len = len < kPrefixSize ? 0 : len - kPrefixSize;  // limits count payload
     if (len > ep->max_msg())
         SN_REJECT(-FI_EMSGSIZE, FI_LOG_EP_DATA, "%zu bytes, max_msg_size is %zu\n", len,
                   ep->max_msg());

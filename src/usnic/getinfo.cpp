@@ -81,8 +81,8 @@ fi_info *offer_dgram(const Device &d, const Request &r, const fi_info *hints) {
     ep.protocol = FI_PROTO_UDP;
     ep.protocol_version = 0;
     ep.msg_prefix_size = prefix ? kPrefixSize : 0;
-    ep.max_msg_size = FI_VERSION_GE(r.version, FI_VERSION(1, 3)) ? dgram_max_msg(d.mtu, prefix)
-                                                                 : d.mtu - kFrameHdr;
+    ep.max_msg_size =
+        FI_VERSION_GE(r.version, FI_VERSION(1, 3)) ? dgram_max_msg(d.mtu) : d.mtu - kFrameHdr;
     i->tx_attr->inject_size = kDgramInject;
     i->tx_attr->size = i->rx_attr->size = kDgramQueue;
     i->tx_attr->iov_limit = i->rx_attr->iov_limit = prefix ? 4 : 3;

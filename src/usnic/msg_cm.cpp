@@ -195,6 +195,7 @@ int cm_accept(fid_ep *f, const void *param, size_t paramlen) {
 
 int cm_shutdown(fid_ep *f, uint64_t) {
     auto &ep = static_cast<RudpEp &>(*Endpoint::of(f));
+    if (ep.conn() == RudpEp::Conn::kShutdown) return 0;  // the peer shut down first
     if (ep.conn() != RudpEp::Conn::kConnected)
         SN_REJECT(-FI_ENOTCONN, FI_LOG_EP_CTRL, "endpoint is not connected\n");
     ep.set_shutdown();

@@ -203,6 +203,9 @@ bool RudpEp::deliver_from(const uint8_t *pkt, size_t len, transport::Link &from)
     }
     std::memcpy(&h, pkt, sizeof(h));
     size_t plen = len - sizeof(h);
+    // An MSG client learns its peer when the reply to its request arrives; the accepting
+    // side may send first: hold such data in the channel until then.
+    if (type_ == FI_EP_MSG && &ch != peer_ch_ && conn_.load() == Conn::kConnecting) return false;
     if (h.type != uint8_t(RudpType::kData) || h.version != kRudpVersion || h.offset > h.msg_len ||
         plen > h.msg_len - h.offset || (type_ == FI_EP_MSG && &ch != peer_ch_)) {
         malformed_++;

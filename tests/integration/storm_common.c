@@ -157,7 +157,7 @@ unsigned char *alloc_bufs(void) {
 
 /* ---- out of band: TCP --------------------------------------------------------------- */
 
-static void write_all(const void *p, size_t n) {
+void oob_write(const void *p, size_t n) {
     const char *c = p;
     while (n) {
         ssize_t w = write(sock, c, n);
@@ -168,7 +168,7 @@ static void write_all(const void *p, size_t n) {
     }
 }
 
-static void read_all(void *p, size_t n) {
+void oob_read(void *p, size_t n) {
     char *c = p;
     while (n) {
         ssize_t r = read(sock, c, n);
@@ -300,11 +300,11 @@ void swap_addresses(void) {
     uint32_t n, m;
     FI_CHECK(fi_getname(&ep->fid, mine, &len));
     n = (uint32_t)len;
-    write_all(&n, sizeof(n));
-    write_all(mine, len);
-    read_all(&m, sizeof(m));
+    oob_write(&n, sizeof(n));
+    oob_write(mine, len);
+    oob_read(&m, sizeof(m));
     if (m == 0 || m > sizeof(theirs)) die(2, "peer address of %u bytes", m);
-    read_all(theirs, m);
+    oob_read(theirs, m);
     int rc = fi_av_insert(av, theirs, 1, &peer, 0, NULL);
     if (rc != 1) die(2, "fi_av_insert: %d (%s)", rc, fi_strerror(rc < 0 ? -rc : FI_EOTHER));
     if (verbose) {
@@ -343,7 +343,7 @@ void oob_finish(double limit) {
     struct fi_cq_tagged_entry ents[16];
     char c = 'D';
     double deadline = now() + limit;
-    write_all(&c, 1);
+    oob_write(&c, 1);
     for (;;) {
         struct pollfd pfd = {sock, POLLIN, 0};
         ssize_t n = fi_cq_read(cq, ents, 16);
@@ -356,7 +356,7 @@ void oob_finish(double limit) {
         if (n != -FI_EAGAIN) die(2, "fi_cq_read: %zd (%s)", n, fi_strerror((int)-n));
         int r = poll(&pfd, 1, 1);
         if (r > 0) {
-            read_all(&c, 1);
+            oob_read(&c, 1);
             if (c != 'D') die(2, "oob: unexpected byte %#x", c);
             return;
         }

@@ -62,6 +62,9 @@ unsigned char *alloc_bufs(void);
 /* Out of band: TCP. */
 void oob_listen(const char *port);
 void oob_connect(const char *host, const char *port);
+/* Whole writes / reads on the out-of-band socket; exit on failure. */
+void oob_write(const void *p, size_t n);
+void oob_read(void *p, size_t n);
 void oob_finish(double limit);
 
 /* libfabric set-up. */

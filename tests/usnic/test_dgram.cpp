@@ -71,7 +71,8 @@ TEST_P(DgramTest, RoundTripWithPrefix) {
     make_pair(prefix_opts(), prefix_opts());
     ASSERT_EQ(a_->prefix(), kPrefix);
     ASSERT_NE(a_->info->mode & FI_MSG_PREFIX, 0u);
-    ASSERT_EQ(a_->info->ep_attr->max_msg_size, max_msg() + kPrefix);
+    // Limits count the payload only (fi_getinfo(3) on FI_MSG_PREFIX); lengths include it.
+    ASSERT_EQ(a_->info->ep_attr->max_msg_size, max_msg());
     size_t n = 0;
     for (size_t len : {size_t{0}, size_t{1}, size_t{100}, kDgramInject, size_t{4000}, max_msg()}) {
         SCOPED_TRACE(len);
@@ -203,8 +204,21 @@ TEST_P(DgramTest, SendAboveMaxMsgSize) {
 TEST_P(DgramTest, SendAboveMaxMsgSizeWithPrefix) {
     make_pair(prefix_opts(), prefix_opts());
     const size_t max = a_->info->ep_attr->max_msg_size;
-    std::vector<uint8_t> out(max + 1);
-    EXPECT_RC(-FI_EMSGSIZE, fi_send(a_->ep.get(), out.data(), max + 1, nullptr, a_->peer, nullptr));
+    std::vector<uint8_t> out(kPrefix + max + 1);
+    EXPECT_RC(-FI_EMSGSIZE,
+              fi_send(a_->ep.get(), out.data(), out.size(), nullptr, a_->peer, nullptr));
+}
+
+TEST_P(DgramTest, PrefixedInjectLimitCountsThePayload) {
+    make_pair(prefix_opts(), prefix_opts());
+    std::vector<uint8_t> out(kPrefix + kDgramInject + 1), in(kPrefix + 2000);
+    EXPECT_RC(-FI_ENOSPC, fi_inject(a_->ep.get(), out.data(), out.size(), a_->peer));
+    fill_pattern(out.data() + kPrefix, kDgramInject, 5);
+    recv(*b_, in.data(), in.size(), nullptr);
+    ASSERT_OK(fi_inject(a_->ep.get(), out.data(), kPrefix + kDgramInject, a_->peer));
+    const Entry rx = wait_rx(*b_);
+    EXPECT_EQ(rx.len, kPrefix + kDgramInject);
+    EXPECT_EQ(check_pattern(in.data() + kPrefix, kDgramInject, 5), kDgramInject);
 }
 
 TEST_P(DgramTest, InjectLimits) {

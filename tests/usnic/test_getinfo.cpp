@@ -85,7 +85,7 @@ TEST(GetinfoTest, NoHintsDgramAttributes) {
     EXPECT_EQ(i->mode, FI_LOCAL_MR | FI_MSG_PREFIX);
     EXPECT_EQ(i->ep_attr->protocol, static_cast<uint32_t>(FI_PROTO_UDP));
     EXPECT_EQ(i->ep_attr->msg_prefix_size, kPrefix);
-    EXPECT_EQ(i->ep_attr->max_msg_size, dgram_max_payload("lo") + kPrefix);
+    EXPECT_EQ(i->ep_attr->max_msg_size, dgram_max_payload("lo"));
     EXPECT_EQ(i->tx_attr->iov_limit, 4u);
     EXPECT_EQ(i->rx_attr->iov_limit, 4u);
     EXPECT_EQ(i->tx_attr->inject_size, kDgramInject);
@@ -158,7 +158,7 @@ TEST(GetinfoTest, DgramWithPrefixHint) {
     const fi_info *i = r.usnic[0];
     EXPECT_EQ(i->mode, FI_LOCAL_MR | FI_MSG_PREFIX);
     EXPECT_EQ(i->ep_attr->msg_prefix_size, kPrefix);
-    EXPECT_EQ(i->ep_attr->max_msg_size, dgram_max_payload("lo") + kPrefix);
+    EXPECT_EQ(i->ep_attr->max_msg_size, dgram_max_payload("lo"));
     EXPECT_EQ(i->tx_attr->iov_limit, 4u);
     EXPECT_EQ(i->rx_attr->iov_limit, 4u);
     EXPECT_EQ(i->tx_attr->inject_size, kDgramInject);
