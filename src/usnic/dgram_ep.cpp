@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -169,20 +170,12 @@ void DgramEp::fill_prefix(uint8_t *prefix, const sockaddr_in &from, size_t paylo
     std::memcpy(udp + 4, &udp_len, 2);
 }
 
-bool DgramEp::receive_one(Rx &rx) {
-    sockaddr_in from{};
-    msghdr m{};
-    m.msg_name = &from;
-    m.msg_namelen = sizeof(from);
-    m.msg_iov = rx.iov;
-    m.msg_iovlen = rx.count;
-    ssize_t n = recvmsg(fd_, &m, MSG_DONTWAIT | MSG_TRUNC);
-    if (n < 0) return false;
-    size_t got = static_cast<size_t>(n);
+// One datagram has landed in `rx` (got: its full length, MSG_TRUNC).
+void DgramEp::complete(Rx &rx, const sockaddr_in &from, size_t got) {
     if (got > rx.cap) {
         SN_DBG(FI_LOG_EP_DATA, "datagram of %zu bytes truncated to %zu\n", got, rx.cap);
         push_rx_error(rx.context, FI_ETRUNC, rx.cap, got - rx.cap);
-        return true;
+        return;
     }
     fi_addr_t src = av_ ? av_->reverse_of(from) : FI_ADDR_NOTAVAIL;
     if (prefix_) {
@@ -190,13 +183,28 @@ bool DgramEp::receive_one(Rx &rx) {
         got += kPrefixSize;
     }
     push_rx(rx.context, got, src);
-    return true;
 }
 
+// One recvmmsg fills as many posted receives as datagrams wait (up to kBatch): no
+// second system call just to learn that the socket is empty.
 void DgramEp::progress() {
+    constexpr size_t kBatch = 16;
     SpinGuard g(lock_);
-    while (rx_count_) {
-        if (!receive_one(rxq_[rx_head_])) break;
+    if (!rx_count_) return;
+    mmsghdr m[kBatch];
+    sockaddr_in from[kBatch];
+    size_t n = std::min(rx_count_, kBatch);
+    for (size_t i = 0; i < n; i++) {
+        Rx &rx = rxq_[(rx_head_ + i) % rxq_.size()];
+        m[i] = mmsghdr{};
+        m[i].msg_hdr.msg_name = &from[i];
+        m[i].msg_hdr.msg_namelen = sizeof(from[i]);
+        m[i].msg_hdr.msg_iov = rx.iov;
+        m[i].msg_hdr.msg_iovlen = rx.count;
+    }
+    int got = recvmmsg(fd_, m, static_cast<unsigned>(n), MSG_DONTWAIT | MSG_TRUNC, nullptr);
+    for (int i = 0; i < got; i++) {
+        complete(rxq_[rx_head_], from[i], m[i].msg_len);
         rx_head_ = (rx_head_ + 1) % rxq_.size();
         rx_count_--;
     }

@@ -29,8 +29,7 @@ class DgramEp final : public Endpoint {
         void *context;
     };
     sockaddr_in local_name() const override;
-    // One datagram into the oldest posted receive; false when the socket is empty.
-    bool receive_one(Rx &rx);
+    void complete(Rx &rx, const sockaddr_in &from, size_t got);
     void fill_prefix(uint8_t *prefix, const sockaddr_in &from, size_t payload) const;
 
     int fd_ = -1;

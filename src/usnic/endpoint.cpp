@@ -96,7 +96,8 @@ int Endpoint::bind(::fid *f, uint64_t flags) {
                 tx_selective_ = flags & FI_SELECTIVE_COMPLETION;
                 cq->bind_ep();
                 cq->core().refs().get();
-                cq->core().progress().add(this);
+                // DGRAM sends complete when posted: reading their CQ need not poll the socket.
+                if (type_ != FI_EP_DGRAM) cq->core().progress().add(this);
             }
             if (flags & FI_RECV) {
                 rx_cq_ = cq;
