@@ -6,10 +6,10 @@
 #include <cstring>
 #include <vector>
 
+#include "common/eq.hpp"
 #include "common/log.hpp"
 #include "usnic/addr.hpp"
 #include "usnic/domain.hpp"
-#include "usnic/eq.hpp"
 #include "usnic/refuse.hpp"
 #include "usnic/route.hpp"
 

@@ -7,11 +7,11 @@
 #include <rdma/fi_domain.h>
 
 #include "common/av.hpp"
+#include "common/eq.hpp"
 
 namespace softnic::usnic {
 
 class Domain;
-class Eq;
 
 class UAv final : public Av {
   public:

@@ -4,12 +4,12 @@
 
 #include <cstring>
 
+#include "common/eq.hpp"
 #include "common/log.hpp"
 #include "usnic/addr.hpp"
 #include "usnic/av.hpp"
 #include "usnic/cq.hpp"
 #include "usnic/endpoint.hpp"
-#include "usnic/eq.hpp"
 #include "usnic/info_check.hpp"
 #include "usnic/refuse.hpp"
 

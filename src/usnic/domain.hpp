@@ -3,12 +3,11 @@
 
 #include <rdma/fi_domain.h>
 
+#include "common/eq.hpp"
 #include "common/fid.hpp"
 #include "usnic/fabric.hpp"
 
 namespace softnic::usnic {
-
-class Eq;
 
 class Domain {
   public:

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include "common/eq.hpp"
 #include "common/log.hpp"
 #include "usnic/addr.hpp"
 #include "usnic/av.hpp"
@@ -9,7 +10,6 @@
 #include "usnic/cq.hpp"
 #include "usnic/dgram_ep.hpp"
 #include "usnic/domain.hpp"
-#include "usnic/eq.hpp"
 #include "usnic/rudp_ep.hpp"
 
 namespace softnic::usnic {

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "common/cq.hpp"
+#include "common/eq.hpp"
 #include "common/fid.hpp"
 #include "common/progress.hpp"
 
@@ -16,7 +17,6 @@ namespace softnic::usnic {
 class Domain;
 class UCq;
 class UAv;
-class Eq;
 
 // One send or receive as the entry points hand it over.
 struct Op {

@@ -5,10 +5,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/eq.hpp"
 #include "common/log.hpp"
 #include "usnic/cq.hpp"
 #include "usnic/domain.hpp"
-#include "usnic/eq.hpp"
 #include "usnic/pep.hpp"
 #include "usnic/refuse.hpp"
 
@@ -105,14 +105,36 @@ int fabric_close(fid *f) {
     return 0;
 }
 
-int fabric_eq_open(fid_fabric *f, fi_eq_attr *attr, fid_eq **eq, void *context) {
+// usnic's EQ rules: FI_WAIT_UNSPEC becomes FD, size 0 becomes 1024 (written back),
+// FI_WRITE gates fi_eq_write.
+int check_eq_attr(fi_eq_attr &attr) {
+    switch (attr.wait_obj) {
+        case FI_WAIT_NONE:
+        case FI_WAIT_FD:
+            break;
+        case FI_WAIT_UNSPEC:
+            attr.wait_obj = FI_WAIT_FD;
+            break;
+        default:
+            SN_REJECT(-FI_ENOSYS, FI_LOG_EQ, "EQ wait object %d is not supported\n", attr.wait_obj);
+    }
+    if (attr.flags & ~uint64_t(FI_WRITE))
+        SN_REJECT(-FI_EINVAL, FI_LOG_EQ, "unknown EQ flags %#llx\n",
+                  (unsigned long long)attr.flags);
+    if (!attr.size) attr.size = 1024;
+    return 0;
+}
+
+int fabric_eq_open(fid_fabric *, fi_eq_attr *attr, fid_eq **eq, void *context) {
     if (!attr || !eq) SN_REJECT(-FI_EINVAL, FI_LOG_EQ, "NULL attr or eq\n");
     return guarded([&] {
-        int ret = Eq::check_attr(*attr);
+        int ret = check_eq_attr(*attr);
         if (ret) return ret;
-        auto *e = new Eq(*attr, context);
-        (void)f;
-        *eq = e->fid();
+        EqRules rules;
+        rules.capacity = attr->size;
+        rules.write_needs_flag = rules.sread_needs_wait = true;
+        rules.no_wait_code = rules.bad_control_code = -FI_EINVAL;
+        *eq = (new Eq(*attr, context, rules))->fid();
         return 0;
     });
 }

@@ -9,11 +9,11 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/eq.hpp"
 #include "common/log.hpp"
 #include "usnic/addr.hpp"
 #include "usnic/caps.hpp"
 #include "usnic/domain.hpp"
-#include "usnic/eq.hpp"
 #include "usnic/refuse.hpp"
 #include "usnic/rudp_ep.hpp"
 

@@ -9,10 +9,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/eq.hpp"
 #include "common/log.hpp"
 #include "usnic/addr.hpp"
 #include "usnic/caps.hpp"
-#include "usnic/eq.hpp"
 #include "usnic/fabric.hpp"
 #include "usnic/msg_cm.hpp"
 #include "usnic/refuse.hpp"

@@ -7,12 +7,12 @@
 
 #include <vector>
 
+#include "common/eq.hpp"
 #include "common/fid.hpp"
 
 namespace softnic::usnic {
 
 class Fabric;
-class Eq;
 struct ConnReq;
 
 class Pep {

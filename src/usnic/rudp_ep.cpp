@@ -287,7 +287,8 @@ void RudpEp::progress_locked() {
 
 // Push what waits for window, complete what the peer acknowledged.
 void RudpEp::reap() {
-    std::vector<Channel *> blocked;
+    std::vector<Channel *> &blocked = blocked_;  // a member: no allocation per progress
+    blocked.clear();
     for (auto it = tx_.begin(); it != tx_.end();) {
         TxOp &op = *it;
         if (!op.done_sending) {

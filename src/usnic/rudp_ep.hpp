@@ -91,7 +91,7 @@ class RudpEp final : public Endpoint,
     std::list<TxOp> tx_;   // in posting order (stable: packets reference inject copies)
     std::deque<RxOp> rx_;  // posted, not yet matched
     std::unordered_map<transport::udp::Channel *, Reasm> reasm_;
-    std::vector<transport::udp::Channel *> failed_;
+    std::vector<transport::udp::Channel *> failed_, blocked_;
     std::atomic<Conn> conn_{Conn::kIdle};
     transport::udp::Channel *peer_ch_ = nullptr;
     std::unique_ptr<ConnReq> connreq_;
