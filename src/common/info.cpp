@@ -60,21 +60,16 @@ bool ep_matches(const fi_ep_attr &o, const fi_ep_attr *h) {
     return true;
 }
 
+// `o.domain_attr->mr_mode` lists the mode bits the offer *requires*; the caller's
+// finish step reports which of its preferred bits the application accepted.
 bool mr_mode_matches(const fi_info &o, const fi_info &h, uint32_t version) {
     if (!h.domain_attr) return true;
     int want = h.domain_attr->mr_mode;
-    if (FI_VERSION_LT(version, FI_VERSION(1, 5))) return true;  // enum era: anything goes
-    if (want == FI_MR_UNSPEC || want == FI_MR_BASIC || want == FI_MR_SCALABLE) {
-        // Old-style request: only works when no extra mode bits are required.
-        bool rma = h.caps & (FI_RMA | FI_ATOMIC);
-        return !rma || o.domain_attr->mr_mode == 0;
-    }
     int need = o.domain_attr->mr_mode;
-    if (!(h.caps & (FI_RMA | FI_ATOMIC)) && h.caps) {
-        // MRs carry no remote keys: any mode works, but an application that lists mode
-        // bits without FI_MR_PROV_KEY gets the client-key flavour.
-        if (want && (need & FI_MR_PROV_KEY) && !(want & FI_MR_PROV_KEY))
-            MISMATCH("hints want client keys\n");
+    if (FI_VERSION_LT(version, FI_VERSION(1, 5)) || (want & (FI_MR_BASIC | FI_MR_SCALABLE))) {
+        // The enum era: FI_MR_SCALABLE (offsets, client keys) is all a soft NIC offers.
+        if (want & FI_MR_BASIC) MISMATCH("FI_MR_BASIC (virtual addresses) is not offered\n");
+        if (need) MISMATCH("FI_MR_SCALABLE cannot express mode 0x%x\n", need);
         return true;
     }
     if ((want & need) != need) MISMATCH("mr_mode 0x%x lacks 0x%x\n", want, need & ~want);

@@ -2,6 +2,9 @@
 
 #include "cxi/env.hpp"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+
 #include <cstdio>
 
 #include "common/info.hpp"
@@ -14,6 +17,34 @@ std::string addr_to_string(const CxiAddr &a) {
     std::snprintf(buf, sizeof(buf), "fi_addr_cxi://0x%08x", addr_word(a));
     return buf;
 }
+
+namespace {
+
+// An IPv4 address or a host name resolving to one, in host order.
+bool resolve_ipv4(const char *node, uint32_t &ip) {
+    in_addr a{};
+    if (inet_pton(AF_INET, node, &a) == 1) {
+        ip = ntohl(a.s_addr);
+        return true;
+    }
+    addrinfo hints{}, *res = nullptr;
+    hints.ai_family = AF_INET;
+    if (getaddrinfo(node, nullptr, &hints, &res) != 0 || !res) return false;
+    ip = ntohl(reinterpret_cast<sockaddr_in *>(res->ai_addr)->sin_addr.s_addr);
+    freeaddrinfo(res);
+    return true;
+}
+
+// The NIC an IPv4 address names (see addr.hpp).
+uint32_t nic_of_ipv4(uint32_t ip) {
+    const auto &nics = soft_nics();
+    for (const auto &n : nics)
+        if (n.ipv4 == ip) return n.addr;
+    if (!nics.empty() && cxil::is_host_ipv4(ip)) return nics.front().addr;
+    return ip & kNicAddrMask;
+}
+
+}  // namespace
 
 bool parse_node(const char *node, uint32_t &nic) {
     if (!node) return false;
@@ -29,15 +60,22 @@ bool parse_node(const char *node, uint32_t &nic) {
         return true;
     }
     unsigned long v = 0;
-    if (!info::parse_uint(node, v) || v > kNicAddrMask) return false;
-    nic = static_cast<uint32_t>(v);
+    if (info::parse_uint(node, v)) {
+        if (v > kNicAddrMask) return false;
+        nic = static_cast<uint32_t>(v);
+        return true;
+    }
+    uint32_t ip = 0;
+    if (!resolve_ipv4(node, ip)) return false;
+    nic = nic_of_ipv4(ip);
     return true;
 }
 
-bool parse_service(const char *service, uint32_t &pid) {
+bool parse_service(const char *service, uint32_t &pid, bool *port_like) {
     unsigned long v = 0;
-    if (!info::parse_uint(service, v) || v >= kPidAny) return false;
-    pid = static_cast<uint32_t>(v);
+    if (!info::parse_uint(service, v) || v > 65535) return false;
+    if (port_like) *port_like = v > kMaxPid;
+    pid = v <= kMaxPid ? uint32_t(v) : kPortPidBase + uint32_t(v % kPortPidSpan);
     return true;
 }
 

@@ -14,7 +14,10 @@ constexpr uint32_t kMaxPid = kPidAny - 1;           // 510
 struct CxiAddr {
     uint32_t pid : 9;
     uint32_t nic : 20;
-    uint32_t pad : 3;
+    // softnic only, in source addresses: the PID came from a port-like service, and the
+    // endpoint takes any free PID when it is held (fabtests' -E client binds the server's).
+    uint32_t pid_preferred : 1;
+    uint32_t pad : 2;
     uint16_t vni;
     uint16_t pad2;
 };
@@ -41,10 +44,17 @@ inline uint64_t addr_key(const CxiAddr &a) {
 }
 
 std::string addr_to_string(const CxiAddr &a);
-// node: "cxiN", a MAC "aa:bb:cc:dd:ee:ff" or an integer NIC address (any base).
+// node: "cxiN", a MAC "aa:bb:cc:dd:ee:ff", an integer NIC address (any base), or an
+// IPv4 address or host name: a soft NIC's own address names it, any other address of
+// this host (127.0.0.1 too) the first soft NIC, a remote address the NIC of its low
+// 20 bits (the soft NIC addressing rule).
 bool parse_node(const char *node, uint32_t &nic);
-// service: a PID 0..510.
-bool parse_service(const char *service, uint32_t &pid);
+
+// service: a PID 0..510 as on the hardware, or a port-like number 511..65535, which
+// names PID kPortPidBase + port % kPortPidSpan on every host alike (port_like is set).
+constexpr uint32_t kPortPidBase = 256;
+constexpr uint32_t kPortPidSpan = kMaxPid + 1 - kPortPidBase;  // 255: PIDs 256..510
+bool parse_service(const char *service, uint32_t &pid, bool *port_like = nullptr);
 
 // The shared-memory name of an endpoint's receive ring.
 std::string ring_name(uint32_t nic, uint16_t vni, uint32_t pid);

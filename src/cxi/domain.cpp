@@ -245,7 +245,7 @@ uint64_t Domain::prov_key(const Mr &mr, uint64_t seq) {
     mr_ids_[id] = true;  // (the last id is shared once all others are taken)
     mr_id_free_ = id + 1;
     bool events = (mr.flags() & FI_RMA_EVENT) || options_.mr_match_events;
-    bool cq_data = writedata();
+    bool cq_data = writedata() && env().writedata_layout;
     bool opt = options_.optimized_mrs && !events && !cq_data && id < kOptimizedProvIds;
     return kProvKey | (opt ? kProvKeyOptimized : 0) | (events ? kProvKeyEvents : 0) |
            (cq_data ? kProvKeyCqData : 0) | (uint64_t(id) << 43) | (seq & ((1ULL << 43) - 1));

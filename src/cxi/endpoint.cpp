@@ -142,6 +142,7 @@ Endpoint::Endpoint(Domain &domain, const fi_info &info, void *context, bool scal
       caps_(info.caps ? info.caps : kCaps),
       scalable_(scalable),
       requested_pid_(info.src_addr ? static_cast<const CxiAddr *>(info.src_addr)->pid : kPidAny),
+      pid_preferred_(info.src_addr && static_cast<const CxiAddr *>(info.src_addr)->pid_preferred),
       tx_size_(info.tx_attr && info.tx_attr->size ? info.tx_attr->size : env().default_tx_size),
       tx_ctx_cnt_(scalable && info.ep_attr ? std::max<size_t>(1, info.ep_attr->tx_ctx_cnt) : 1),
       rx_ctx_cnt_(scalable && info.ep_attr ? std::max<size_t>(1, info.ep_attr->rx_ctx_cnt) : 1) {

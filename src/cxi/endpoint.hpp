@@ -72,6 +72,7 @@ class Endpoint {
 
   private:
     int open_pids();
+    bool claim_pids(uint32_t pid);
     int bind_cq(EpView &v, Cq *cq, uint64_t flags);
     int bind_cntr(EpView &v, Cntr *cntr, uint64_t flags);
     void attach_progress(Context &c);
@@ -82,6 +83,7 @@ class Endpoint {
     bool scalable_;
     bool enabled_ = false;
     uint32_t requested_pid_;
+    bool pid_preferred_;  // the PID came from a port-like service (addr.hpp)
     size_t tx_size_;
     size_t tx_ctx_cnt_, rx_ctx_cnt_;
     EpView view_;

@@ -34,7 +34,8 @@ const ParamDef kParams[] = {
     {ParamDef::kSize, "oflow_buf_count", "Overflow buffer count."},
     {ParamDef::kBool, "optimized_mrs", "Enable optimized memory regions (keys 0-99)."},
     {ParamDef::kBool, "enable_writedata",
-     "Enable fi_writedata (needs FI_MR_PROV_KEY and a CQ data size)."},
+     "fi_writedata with provider keys and a CQ data size: on by default (softnic); set to "
+     "1, also upstream's MR key layout (no optimized keys), to 0, off."},
     {ParamDef::kBool, "enable_trig_op_limit",
      "Enforce the triggered-operation budget across the processes of a NIC "
      "(named semaphore); none left: -FI_ENOSPC."},
@@ -114,7 +115,7 @@ void read_all(const fi_provider *p, Env &e) {
     get_size(p, "oflow_buf_size", e.oflow_buf_size);
     get_size(p, "oflow_buf_count", e.oflow_buf_count);
     get_bool(p, "optimized_mrs", e.optimized_mrs);
-    get_bool(p, "enable_writedata", e.enable_writedata);
+    e.writedata_layout = get_bool(p, "enable_writedata", e.enable_writedata) && e.enable_writedata;
     get_bool(p, "enable_trig_op_limit", e.enable_trig_op_limit);
     get_str(p, "llring_mode", e.llring_mode);
     get_str(p, "cq_policy", e.cq_policy);

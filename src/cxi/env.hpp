@@ -28,7 +28,11 @@ struct Env {
     int fc_retry_usec_delay = 1000;
     // Accepted for compatibility; documented as having no effect in software.
     bool odp = false, ats = false, optimized_mrs = true;
-    bool enable_writedata = false;
+    // A soft NIC needs no second MR entry for remote CQ data, so fi_writedata is on by
+    // default, towards every provider key. Set to 1 explicitly, the variable also brings
+    // upstream's key layout: bit 59 on every key and no optimized keys (writedata_layout).
+    bool enable_writedata = true;
+    bool writedata_layout = false;
     bool enable_trig_op_limit = false;
     std::string ats_mlock_mode = "all", llring_mode = "idle", cq_policy = "low_empty";
     size_t eq_ack_batch_size = 32;

@@ -92,21 +92,35 @@ void Endpoint::attach_progress(Context &c) {
     }
 }
 
-// Claim the endpoint's PIDs: one, or one per context pair of a scalable endpoint.
-int Endpoint::open_pids() {
-    if (contexts_[0]->is_open()) return 0;
+// Claim PIDs pid.. for the endpoint's contexts (kPidAny: the first free range).
+bool Endpoint::claim_pids(uint32_t pid) {
     size_t n = contexts_.size();
-    uint32_t first = requested_pid_ == kPidAny ? 0 : requested_pid_;
-    uint32_t last = requested_pid_ == kPidAny ? kMaxPid + 1 - uint32_t(n) : requested_pid_;
+    const bool searching = pid == kPidAny;
+    uint32_t first = searching ? 0 : pid;
+    uint32_t last = searching ? kMaxPid + 1 - uint32_t(n) : pid;
     for (uint32_t base = first; base <= last; base++) {
         size_t i = 0;
-        const bool searching = requested_pid_ == kPidAny;
         for (; i < n && contexts_[i]->open(base + uint32_t(i), searching) == 0; i++) {
         }
-        if (i == n) return 0;
+        if (i == n) return true;
         for (size_t k = 0; k < i; k++)
             contexts_[k]->close();  // retry from the next base
     }
+    return false;
+}
+
+// Claim the endpoint's PIDs: one, or one per context pair of a scalable endpoint.
+int Endpoint::open_pids() {
+    if (contexts_[0]->is_open()) return 0;
+    if (claim_pids(requested_pid_)) return 0;
+    if (pid_preferred_ && requested_pid_ != kPidAny) {
+        // A second binder of the same port on this NIC (fabtests' -E client): its
+        // address travels out of band, so any PID serves.
+        SN_INFO(FI_LOG_EP_CTRL, "PID %u (from a port) is held; taking a free one\n",
+                requested_pid_);
+        if (claim_pids(kPidAny)) return 0;
+    }
+    size_t n = contexts_.size();
     if (scalable_ && n > 1)
         SN_REJECT(-FI_EADDRINUSE, FI_LOG_EP_CTRL, "PID range for %zu contexts is in use\n", n);
     SN_REJECT(-FI_ENOSPC, FI_LOG_EP_CTRL, "PID %u is in use\n", requested_pid_);

@@ -19,6 +19,7 @@ struct Request {
     bool restrict_nic = false;
     uint32_t nic = 0;  // with restrict_nic: only this NIC
     uint32_t src_pid = kPidAny;
+    bool src_pid_preferred = false;  // from a port-like service: any PID if it is held
     bool has_dest = false;
     CxiAddr dest{};
 };
@@ -81,18 +82,18 @@ int parse_request(const char *node, const char *service, uint64_t flags, const f
         if (node && !parse_node(node, r.nic))
             SN_REJECT(-FI_EINVAL, FI_LOG_CORE, "cannot parse node \"%s\"\n", node);
         r.restrict_nic = node != nullptr;
-        if (service && !parse_service(service, r.src_pid))
-            SN_REJECT(-FI_EINVAL, FI_LOG_CORE, "service \"%s\" is not a PID 0-510\n", service);
+        if (service && !parse_service(service, r.src_pid, &r.src_pid_preferred))
+            SN_REJECT(-FI_EINVAL, FI_LOG_CORE, "service \"%s\" is not a PID or port\n", service);
     } else if (node) {
         uint32_t nic = 0, pid = 0;
         if (!parse_node(node, nic))
             SN_REJECT(-FI_EINVAL, FI_LOG_CORE, "cannot parse node \"%s\"\n", node);
         if (service && !parse_service(service, pid))
-            SN_REJECT(-FI_EINVAL, FI_LOG_CORE, "service \"%s\" is not a PID 0-510\n", service);
+            SN_REJECT(-FI_EINVAL, FI_LOG_CORE, "service \"%s\" is not a PID or port\n", service);
         r.has_dest = true;
         r.dest = make_addr(nic, pid);
-    } else if (service && !parse_service(service, r.src_pid)) {
-        SN_REJECT(-FI_EINVAL, FI_LOG_CORE, "service \"%s\" is not a PID 0-510\n", service);
+    } else if (service && !parse_service(service, r.src_pid, &r.src_pid_preferred)) {
+        SN_REJECT(-FI_EINVAL, FI_LOG_CORE, "service \"%s\" is not a PID or port\n", service);
     }
     if (hints && hints->src_addr) {
         if (hints->addr_format != FI_ADDR_CXI || hints->src_addrlen < sizeof(CxiAddr))
@@ -101,6 +102,7 @@ int parse_request(const char *node, const char *service, uint64_t flags, const f
         r.restrict_nic = true;
         r.nic = a->nic;
         r.src_pid = a->pid;
+        r.src_pid_preferred = a->pid_preferred;
     }
     if (hints && hints->dest_addr) {
         if (hints->addr_format != FI_ADDR_CXI || hints->dest_addrlen < sizeof(CxiAddr))
@@ -136,8 +138,28 @@ void trim_caps(fi_info &i, const fi_info *hints) {
     if (!(dirs & FI_RECV)) i.rx_attr->caps &= ~(FI_MSG | FI_TAGGED);
 }
 
+// The MR mode bits an offer cannot work without: a soft NIC needs neither FI_MR_ENDPOINT
+// nor FI_MR_ALLOCATED, so only provider keys are required (of the provider-key flavour).
+int required_mr_mode(bool prov_key) {
+    return prov_key ? FI_MR_PROV_KEY : 0;
+}
+
+// Of the bits upstream's offer lists, those the application accepted (all, without hints).
+int reported_mr_mode(bool prov_key, const fi_info *hints, uint32_t version) {
+    int preferred = prov_key ? kMrModeProvKey : kMrModeClientKey;
+    if (!hints || !hints->domain_attr) return preferred;
+    int want = hints->domain_attr->mr_mode;
+    if (FI_VERSION_LT(version, FI_VERSION(1, 5)) || (want & (FI_MR_BASIC | FI_MR_SCALABLE)))
+        return FI_MR_SCALABLE;
+    return preferred & want;
+}
+
 void finish(fi_info &i, const fi_info *hints, const Request &r) {
     trim_caps(i, hints);
+    // Without one-sided caps no MR is ever the target of a remote access, and local
+    // buffers need no registration: no mode bit applies (as libfabric's util layer trims).
+    if (hints && !(i.caps & (FI_RMA | FI_ATOMIC)) && i.domain_attr->mr_mode != FI_MR_SCALABLE)
+        i.domain_attr->mr_mode = 0;
     const Env &e = env();
     if (!hints || !hints->tx_attr || !hints->tx_attr->size) i.tx_attr->size = e.default_tx_size;
     if (!hints || !hints->rx_attr || !hints->rx_attr->size) i.rx_attr->size = e.default_rx_size;
@@ -146,14 +168,13 @@ void finish(fi_info &i, const fi_info *hints, const Request &r) {
         i.rx_attr->op_flags = kRxOpFlags;
     }
     static_cast<CxiAddr *>(i.src_addr)->pid = r.src_pid;
+    static_cast<CxiAddr *>(i.src_addr)->pid_preferred = r.src_pid_preferred;
     if (r.has_dest) {
         auto *d = static_cast<CxiAddr *>(std::calloc(1, sizeof(CxiAddr)));
         *d = r.dest;
         i.dest_addr = d;
         i.dest_addrlen = sizeof(CxiAddr);
     }
-    if (hints && hints->domain_attr && !(i.caps & (FI_RMA | FI_ATOMIC)))
-        i.domain_attr->mr_mode &= hints->domain_attr->mr_mode;
 }
 
 // Apply the adjustments upstream makes to the hints before matching.
@@ -168,8 +189,6 @@ fi_info *normalized_hints(const fi_info *hints) {
         }
     if (h && h->domain_attr) h->domain_attr->auth_key_size = 0;
     if (h && h->ep_attr) h->ep_attr->auth_key_size = 0;
-    if (h && h->domain_attr && h->domain_attr->mr_mode == FI_MR_ENDPOINT)
-        h->domain_attr->mr_mode |= FI_MR_ALLOCATED;
     if (h && h->fabric_attr && h->fabric_attr->prov_name) {  // "cxi;ofi_rxm" style names
         free(h->fabric_attr->prov_name);
         h->fabric_attr->prov_name = nullptr;
@@ -250,9 +269,11 @@ int getinfo(uint32_t version, const char *node, const char *service, uint64_t fl
         for (bool prov_key : {true, false}) {
             fi_info *o = offer(nic, prov_key, dflt);
             if (!o) break;
+            o->domain_attr->mr_mode = required_mr_mode(prov_key);
             fi_info *out = info::matches(*o, h, version) ? info::narrow(*o, h) : nullptr;
             fi_freeinfo(o);
             if (!out) continue;
+            out->domain_attr->mr_mode = reported_mr_mode(prov_key, h, version);
             finish(*out, hints, req);
             if (keys.domain)
                 put_key(out->domain_attr->auth_key, out->domain_attr->auth_key_size, keys.key);

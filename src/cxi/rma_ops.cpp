@@ -5,6 +5,7 @@
 #include "common/log.hpp"
 #include "cxi/domain.hpp"
 #include "cxi/endpoint.hpp"
+#include "cxi/env.hpp"
 
 namespace softnic::cxi {
 namespace {
@@ -29,15 +30,15 @@ struct Rma {
     uint64_t data = 0;  // FI_REMOTE_CQ_DATA
 };
 
-// Remote CQ data (fi_writedata & co) is offered only where the domain enables it, and
-// only towards standard provider keys.
+// Remote CQ data (fi_writedata & co) is offered only where the domain enables it; with
+// upstream's key layout (FI_CXI_ENABLE_WRITEDATA=1) only towards standard provider keys.
 int check_writedata(EpView *v, uint64_t key) {
     Domain &d = v->ep->domain();
     if (!d.writedata())
         SN_REJECT(-FI_ENOSYS, FI_LOG_EP_DATA,
-                  "remote CQ data needs FI_CXI_ENABLE_WRITEDATA=1, FI_MR_PROV_KEY and a CQ data "
-                  "size\n");
-    if (key & kProvKeyOptimized)
+                  "remote CQ data needs FI_MR_PROV_KEY, a CQ data size and "
+                  "FI_CXI_ENABLE_WRITEDATA not 0\n");
+    if ((key & kProvKeyOptimized) && env().writedata_layout)
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "remote CQ data towards an optimized key\n");
     return 0;
 }

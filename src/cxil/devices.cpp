@@ -48,6 +48,17 @@ std::vector<std::pair<std::string, uint32_t>> ipv4_interfaces() {
     return out;
 }
 
+}  // namespace
+
+bool is_host_ipv4(uint32_t ipv4) {
+    if ((ipv4 >> 24) == 127) return true;
+    for (const auto &[name, ip] : ipv4_interfaces())
+        if (ip == ipv4) return true;
+    return false;
+}
+
+namespace {
+
 std::string default_route_if() {
     std::ifstream f("/proc/net/route");
     std::string line;

@@ -20,6 +20,9 @@ struct SoftNic {
     unsigned mtu;
 };
 
+// Whether `ipv4` (host order) is a loopback address or one of this host's interfaces.
+bool is_host_ipv4(uint32_t ipv4);
+
 using Warn = std::function<void(const std::string &)>;
 
 // The soft NICs named by `soft_nics` (FI_CXI_SOFT_NICS: addresses or interfaces, comma

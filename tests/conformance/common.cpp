@@ -279,6 +279,7 @@ InfoPtr make_hints(const EpOptions &o, const char *domain) {
     h->caps = o.caps;
     h->mode = 0;
     h->domain_attr->mr_mode = FI_MR_ENDPOINT | FI_MR_ALLOCATED | (o.prov_key ? FI_MR_PROV_KEY : 0);
+    if (o.mr_mode >= 0) h->domain_attr->mr_mode = o.mr_mode;
     h->domain_attr->threading = o.threading;
     if (domain) h->domain_attr->name = strdup(domain);
     h->tx_attr->size = o.tx_size;
@@ -295,7 +296,7 @@ InfoPtr make_hints(const EpOptions &o, const char *domain) {
 InfoPtr get_info(const EpOptions &o, const char *domain, const Loc &loc) {
     InfoPtr hints = make_hints(o, domain);
     fi_info *out = nullptr;
-    const char *node = o.src_service ? domain : nullptr;
+    const char *node = o.src_service ? (o.src_node ? o.src_node : domain) : nullptr;
     uint64_t flags = o.src_service ? FI_SOURCE : 0;
     long rc = fi_getinfo(kApiVersion, node, o.src_service, flags, hints.get(), &out);
     if (rc != 0)
@@ -424,7 +425,8 @@ fid_fabric *Session::fabric(const fi_info *info) {
 
 fid_domain *Session::domain(const char *name, const EpOptions &o, const Loc &loc) {
     std::string key = std::string(name) + (o.prov_key ? "/prov" : "/client") + "/" +
-                      std::to_string(static_cast<int>(o.threading)) +
+                      std::to_string(static_cast<int>(o.threading)) + "/mr" +
+                      std::to_string(o.mr_mode) +
                       (o.auth_key ? "/svc" + std::to_string(o.auth_key->svc_id) + "/vni" +
                                         std::to_string(o.auth_key->vni)
                                   : "");

@@ -171,6 +171,8 @@ struct EpOptions {
     uint64_t tx_op_flags = 0;  // applied to the info before fi_endpoint
     uint64_t rx_op_flags = 0;
     const char *src_service = nullptr;  // FI_SOURCE: node=<domain>, service=<pid>
+    const char *src_node = nullptr;     // with src_service: node instead of <domain>
+    int mr_mode = -1;                   // hints mr_mode instead of the default below
     bool enable = true;
     std::optional<cxi_auth_key> auth_key;  // hints ep_attr->auth_key (the domain gets it too)
 };

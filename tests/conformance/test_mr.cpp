@@ -14,7 +14,7 @@ constexpr uint64_t kRemote = FI_REMOTE_READ | FI_REMOTE_WRITE;
 class MrTest : public CxiTest {
   protected:
     void SetUp() override {
-        opts_.caps = FI_MSG;  // registration works without RMA, which comes later
+        opts_.caps = FI_MSG | FI_RMA;  // remote keys and FI_MR_ENDPOINT come with RMA
         buf_.resize(1 << 16);
     }
     EndpointPtr ep(bool prov_key = true) {

@@ -200,19 +200,6 @@ TEST_P(RmaTest, ArgumentChecks) {
     EXPECT_RC(-FI_EBADFLAGS, fi_readmsg(ep, &msg, FI_INJECT));
 }
 
-// Remote CQ data needs FI_CXI_ENABLE_WRITEDATA=1 (test_writedata.cpp has the rest).
-TEST_P(RmaTest, WriteDataRefusedByDefault) {
-    Pair &p = pair(opts());
-    uint64_t key = expose(p, 64);
-    uint64_t v = 1;
-    EXPECT_RC(-FI_ENOSYS, fi_writedata(p.a->ep(), &v, 8, nullptr, 5, p.a2b, 0, key, nullptr));
-    EXPECT_RC(-FI_ENOSYS, fi_inject_writedata(p.a->ep(), &v, 8, 5, p.a2b, 0, key));
-    iovec iov{&v, 8};
-    fi_rma_iov rma{0, 8, key};
-    fi_msg_rma msg{&iov, nullptr, 1, p.a2b, &rma, 1, nullptr, 5};
-    EXPECT_RC(-FI_ENOSYS, fi_writemsg(p.a->ep(), &msg, FI_REMOTE_CQ_DATA));
-}
-
 TEST_P(RmaTest, ClientKeysAbove32BitsAreRejected) {
     Pair &p = pair(opts(false));
     uint64_t key = expose(p, 64, kRemote, false, 0x51);

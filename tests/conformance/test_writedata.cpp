@@ -1,8 +1,8 @@
 // Remote CQ data (spec §6.2, upstream writedata.c): fi_writedata / fi_inject_writedata
 // and fi_writemsg(FI_REMOTE_CQ_DATA) report the write on the target's receive CQ with
-// the MR's context, address, length and the data. The provider offers it only with
-// FI_CXI_ENABLE_WRITEDATA=1 and provider keys: ctest runs this suite only in its
-// "writedata." group (test_rma.cpp checks the refusal without it).
+// the MR's context, address, length and the data. A soft NIC offers it by default with
+// provider keys; FI_CXI_ENABLE_WRITEDATA=1 adds upstream's key layout (bit 59, no
+// optimized keys) and =0 turns it off: ctest runs this suite in each of the three.
 #include <rdma/fi_rma.h>
 
 #include <cstdlib>
@@ -14,15 +14,19 @@ using namespace cxit;
 
 namespace {
 
-bool writedata_enabled() {
+enum class Mode { kSoft, kUpstreamLayout, kOff };
+Mode mode() {
     const char *v = std::getenv("FI_CXI_ENABLE_WRITEDATA");
-    return v && std::strcmp(v, "1") == 0;
+    if (!v) return Mode::kSoft;
+    return std::strcmp(v, "0") == 0 ? Mode::kOff : Mode::kUpstreamLayout;
 }
+
+constexpr uint64_t kKeyCqDataBit = 1ULL << 59, kKeyOptimizedBit = 1ULL << 61;
 
 class WriteDataTest : public OneSidedTest {
   protected:
     void SetUp() override {
-        if (!writedata_enabled()) GTEST_SKIP() << "needs FI_CXI_ENABLE_WRITEDATA=1";
+        if (mode() == Mode::kOff) GTEST_SKIP() << "FI_CXI_ENABLE_WRITEDATA=0";
         OneSidedTest::SetUp();
     }
     // The target's receive CQ entry for a remote write: its context is the MR's.
@@ -109,6 +113,47 @@ TEST_P(WriteDataTest, ClientKeysRefuseIt) {
     EXPECT_RC(-FI_ENOSYS, fi_writedata(p.a->ep(), &v, 8, nullptr, 5, p.a2b, 0, key, nullptr));
 }
 
+// By default the first MRs of a domain keep their optimized keys and take CQ data too;
+// upstream's layout marks every key with bit 59 and optimizes none.
+TEST_P(WriteDataTest, KeyLayoutFollowsTheVariable) {
+    Pair &p = pair(opts());
+    uint64_t key = expose_with_context(p, 64);
+    if (mode() == Mode::kSoft) {
+        EXPECT_EQ(kKeyOptimizedBit, key & kKeyOptimizedBit) << std::hex << key;
+        EXPECT_EQ(0u, key & kKeyCqDataBit) << std::hex << key;
+    } else {
+        EXPECT_EQ(0u, key & kKeyOptimizedBit) << std::hex << key;
+        EXPECT_EQ(kKeyCqDataBit, key & kKeyCqDataBit) << std::hex << key;
+    }
+    uint64_t v = 0x77;
+    int ctx = 0;
+    post([&] { return fi_writedata(p.a->ep(), &v, 8, nullptr, 4, p.a2b, 0, key, &ctx); },
+         "fi_writedata");
+    wait_comp(p.a->tx(), &ctx, "writedata");
+    EXPECT_EQ(4u, remote_entry(p).data);
+}
+
+class WriteDataOffTest : public OneSidedTest {
+  protected:
+    void SetUp() override {
+        if (mode() != Mode::kOff) GTEST_SKIP() << "needs FI_CXI_ENABLE_WRITEDATA=0";
+        OneSidedTest::SetUp();
+    }
+};
+
+TEST_P(WriteDataOffTest, RefusedInEveryForm) {
+    Pair &p = pair(opts());
+    uint64_t key = expose(p, 64);
+    uint64_t v = 1;
+    EXPECT_RC(-FI_ENOSYS, fi_writedata(p.a->ep(), &v, 8, nullptr, 5, p.a2b, 0, key, nullptr));
+    EXPECT_RC(-FI_ENOSYS, fi_inject_writedata(p.a->ep(), &v, 8, 5, p.a2b, 0, key));
+    iovec iov{&v, 8};
+    fi_rma_iov rma{0, 8, key};
+    fi_msg_rma msg{&iov, nullptr, 1, p.a2b, &rma, 1, nullptr, 5};
+    EXPECT_RC(-FI_ENOSYS, fi_writemsg(p.a->ep(), &msg, FI_REMOTE_CQ_DATA));
+}
+
 }  // namespace
 
 CXIT_INSTANTIATE_TRANSPORTS(WriteDataTest);
+CXIT_INSTANTIATE_TRANSPORTS(WriteDataOffTest);
