@@ -87,9 +87,12 @@ int Av::init(const fi_av_attr &attr) {
     if (ret) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "named AV %s: %s\n", attr.name, strerror(-ret));
     shared_.reset(t);
     if (read_only_) {
+        // The creator may insert after we open (fabtests' fi_rdm_shared_av does): every
+        // slot's fi_addr is its index, so the map covers the whole table from the start.
         sync_shared();
-        for (size_t i = 0; i < next_; i++)
-            map_.push_back(slot(i).refs ? i : FI_ADDR_NOTAVAIL);
+        map_.resize(t->capacity());
+        for (size_t i = 0; i < map_.size(); i++)
+            map_[i] = i;
     }
     return 0;
 }

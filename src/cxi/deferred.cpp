@@ -191,6 +191,11 @@ int DeferredQueue::queue(fi_deferred_work *w, const void *domain) {
     }
     if (!take_slots(wb ? 2 : 1))
         SN_REJECT(-FI_ENOSPC, FI_LOG_DOMAIN, "triggered-op budget exhausted\n");
+    push(it, wb);
+    return 0;
+}
+
+void DeferredQueue::push(const Item &it, bool wb) {
     {
         std::lock_guard g(lock_);
         items_.push_back(it);
@@ -204,6 +209,37 @@ int DeferredQueue::queue(fi_deferred_work *w, const void *domain) {
     it.trigger->watch_triggers();
     wake();
     run();  // a threshold already met fires at once
+}
+
+int DeferredQueue::queue_flagged(const FlaggedOp &op, const void *domain) {
+    auto *tc = static_cast<const fi_triggered_context *>(op.context);
+    if (!tc) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_TRIGGER needs a fi_triggered_context\n");
+    if (tc->event_type != FI_TRIGGER_THRESHOLD)
+        SN_REJECT(-FI_ENOSYS, FI_LOG_EP_DATA, "trigger event %d: only thresholds\n",
+                  tc->event_type);
+    Counter *trig = counter_of(tc->trigger.threshold.cntr);
+    if (!trig || &trig->domain() != domain)
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "no triggering counter of this domain\n");
+    Item it{};
+    it.type = op.type;
+    it.trigger = trig;
+    it.threshold = tc->trigger.threshold.threshold;
+    it.flagged = true;
+    it.iov = op.iov;
+    it.rma_iov = op.rma;
+    if (op.flags & FI_INJECT)
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "a triggered operation cannot be injected\n");
+    const uint64_t flags = op.flags & ~FI_TRIGGER;
+    if (op.type == FI_OP_SEND)
+        it.op.msg = fi_op_msg{op.ep, {nullptr, nullptr, 1, op.addr, op.context, op.data}, flags};
+    else if (op.type == FI_OP_TSEND)
+        it.op.tagged = fi_op_tagged{
+            op.ep, {nullptr, nullptr, 1, op.addr, op.tag, 0, op.context, op.data}, flags};
+    else
+        it.op.rma = fi_op_rma{
+            op.ep, {nullptr, nullptr, 1, op.addr, nullptr, 1, op.context, op.data}, flags};
+    if (!take_slots(1)) SN_REJECT(-FI_ENOSPC, FI_LOG_DOMAIN, "triggered-op budget exhausted\n");
+    push(it, false);
     return 0;
 }
 
@@ -250,6 +286,21 @@ void DeferredQueue::run() {
     }
 }
 
+// A flagged operation completes as the plain call would: no IssueScope.
+ssize_t DeferredQueue::fire_flagged(Item &it) {
+    auto &o = it.op;
+    switch (it.type) {
+        case FI_OP_SEND:
+            return fi_sendmsg(o.msg.ep, &o.msg.msg, o.msg.flags);
+        case FI_OP_TSEND:
+            return fi_tsendmsg(o.tagged.ep, &o.tagged.msg, o.tagged.flags);
+        case FI_OP_READ:
+            return fi_readmsg(o.rma.ep, &o.rma.msg, o.rma.flags);
+        default:
+            return fi_writemsg(o.rma.ep, &o.rma.msg, o.rma.flags);
+    }
+}
+
 // Issues the operation exactly as the application's own call would.
 ssize_t DeferredQueue::fire(Item &it) {
     if (it.writeback) {
@@ -257,6 +308,15 @@ ssize_t DeferredQueue::fire(Item &it) {
         return 0;
     }
     auto &o = it.op;
+    if (it.flagged) {  // point the op at this copy's iovs; no completion counter override
+        if (it.type == FI_OP_SEND) o.msg.msg.msg_iov = &it.iov;
+        if (it.type == FI_OP_TSEND) o.tagged.msg.msg_iov = &it.iov;
+        if (it.type == FI_OP_WRITE || it.type == FI_OP_READ) {
+            o.rma.msg.msg_iov = &it.iov;
+            o.rma.msg.rma_iov = &it.rma_iov;
+        }
+        return fire_flagged(it);
+    }
     IssueScope scope(it.completion);
     switch (it.type) {
         case FI_OP_RECV:

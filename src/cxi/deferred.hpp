@@ -7,6 +7,8 @@
 // the provider's, so the operation takes the public path like any call.
 #pragma once
 
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
 #include <rdma/fi_trigger.h>
 
 #include <semaphore.h>
@@ -43,6 +45,20 @@ inline TriggeredIssue take_triggered_issue() {
     return take_triggered_issue_slow();
 }
 
+// An operation posted with the FI_TRIGGER flag (fi_trigger(3)): its context is a
+// struct fi_triggered_context. The queue keeps its own copy of the one iov and the one
+// remote iov, since the application's call built them on its stack.
+struct FlaggedOp {
+    fi_op_type type;  // FI_OP_SEND, FI_OP_TSEND, FI_OP_WRITE or FI_OP_READ
+    fid_ep *ep;
+    iovec iov;
+    fi_addr_t addr;
+    fi_rma_iov rma;  // FI_OP_WRITE / FI_OP_READ
+    uint64_t tag, data;
+    void *context;  // the fi_triggered_context
+    uint64_t flags;
+};
+
 class DeferredQueue {
   public:
     DeferredQueue() = default;
@@ -54,6 +70,9 @@ class DeferredQueue {
     // shared by every process on the NIC (a named semaphore); none left: -FI_ENOSPC.
     void limit(const std::string &name, unsigned depth);
     int queue(fi_deferred_work *work, const void *domain);
+    // Holds `op` until its threshold; it then completes on the endpoint's own CQ and
+    // counters, with its fi_triggered_context as the context.
+    int queue_flagged(const FlaggedOp &op, const void *domain);
     int cancel(fi_deferred_work *work);
     int flush();
     void wake() { ready_.store(true, std::memory_order_release); }
@@ -70,6 +89,9 @@ class DeferredQueue {
         uint64_t threshold;
         bool writeback;    // FI_CXI_CNTR_WB: only write the trigger's word back
         Cntr *completion;  // counts the operation's completion (may be null)
+        bool flagged;      // FI_TRIGGER: the endpoint's bindings complete it
+        iovec iov;         // a flagged operation's copies (the op points at them)
+        fi_rma_iov rma_iov;
         union {
             fi_op_msg msg;
             fi_op_tagged tagged;
@@ -82,6 +104,8 @@ class DeferredQueue {
     };
     static int check(const fi_deferred_work &w, const void *domain);
     static ssize_t fire(Item &it);
+    static ssize_t fire_flagged(Item &it);
+    void push(const Item &it, bool writeback);
     bool take_slots(unsigned n);
     void give_slots(size_t n);
 

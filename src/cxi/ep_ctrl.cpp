@@ -186,7 +186,8 @@ int Endpoint::control(EpView &v, int command, void *arg) {
             auto *alias = static_cast<struct fi_alias *>(arg);
             if (!alias || !alias->fid) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "NULL alias\n");
             bool tx = alias->flags & FI_TRANSMIT, rx = alias->flags & FI_RECV;
-            if (alias->flags & ~(FI_TRANSMIT | FI_RECV | kTxOpFlags | kRxOpFlags) || tx == rx)
+            if (alias->flags & ~(FI_TRANSMIT | FI_RECV | kTxOpFlags | kRxOpFlags | FI_TRIGGER) ||
+                tx == rx)
                 SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "bad alias flags\n");
             EpView *a = make_view(v.ctx, v.side, v.h.fid.fid.context, v.h.fid.fid.fclass);
             a->is_alias = true;

@@ -3,6 +3,7 @@
 #include <rdma/fi_rma.h>
 
 #include "common/log.hpp"
+#include "cxi/domain.hpp"
 #include "cxi/endpoint.hpp"
 
 namespace softnic::cxi {
@@ -28,6 +29,20 @@ ssize_t do_send(fid_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "tag 0x%lx uses more than 48 bits\n", tag);
     if ((flags & FI_FENCE) && !(v->ep->caps() & FI_FENCE))
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_FENCE without the FI_FENCE capability\n");
+    if (flags & FI_TRIGGER) {
+        if (!(v->ep->caps() & FI_TRIGGER))
+            SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_TRIGGER without the capability\n");
+        FlaggedOp op{tagged ? FI_OP_TSEND : FI_OP_SEND,
+                     ep,
+                     {const_cast<void *>(buf), len},
+                     dest,
+                     {},
+                     tag,
+                     data,
+                     context,
+                     flags};
+        return v->ep->domain().deferred().queue_flagged(op, &v->ep->domain());
+    }
     return v->ctx->send(SendArgs{buf, len, dest, tag, data, context, flags, tagged, inject_call});
 }
 
@@ -80,7 +95,8 @@ ssize_t m_sendv(fid_ep *ep, const iovec *iov, void **, size_t count, fi_addr_t d
 ssize_t sendmsg_common(fid_ep *ep, const iovec *iov, size_t count, fi_addr_t dest, uint64_t tag,
                        uint64_t data, void *ctx, uint64_t flags, bool tagged) {
     if (!single_iov(iov, count)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "iov_limit is 1\n");
-    if (flags & ~kTxOpFlags) SN_REJECT(-FI_EBADFLAGS, FI_LOG_EP_DATA, "bad flags 0x%lx\n", flags);
+    if (flags & ~(kTxOpFlags | FI_TRIGGER))
+        SN_REJECT(-FI_EBADFLAGS, FI_LOG_EP_DATA, "bad flags 0x%lx\n", flags);
     return do_send(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0, dest, tag, data,
                    ctx, flags, tagged);
 }
@@ -115,8 +131,10 @@ ssize_t t_recvv(fid_ep *ep, const iovec *iov, void **, size_t count, fi_addr_t s
 ssize_t t_recvmsg(fid_ep *ep, const fi_msg_tagged *msg, uint64_t flags) {
     if (!msg || !single_iov(msg->msg_iov, msg->iov_count))
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL msg or more than one iov\n");
-    if (flags & ~(kRecvMsgFlags | kIgnoredRecvFlags | FI_PEEK | FI_CLAIM))
+    if (flags & ~(kRecvMsgFlags | kIgnoredRecvFlags | FI_PEEK | FI_CLAIM | FI_DISCARD))
         SN_REJECT(-FI_EBADFLAGS, FI_LOG_EP_DATA, "bad trecvmsg flags 0x%lx\n", flags);
+    if ((flags & FI_DISCARD) && !(flags & (FI_PEEK | FI_CLAIM)))
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_DISCARD needs FI_PEEK or FI_CLAIM\n");
     if ((flags & FI_CLAIM) && !msg->context)
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_CLAIM needs a context\n");
     flags &= ~FI_MULTI_RECV;  // multi-receive is untagged only

@@ -10,10 +10,11 @@
 namespace softnic::cxi {
 namespace {
 
-constexpr uint64_t kWriteMsgFlags = FI_INJECT | FI_COMPLETION | FI_MORE | FI_FENCE |
+constexpr uint64_t kWriteMsgFlags = FI_INJECT | FI_COMPLETION | FI_MORE | FI_FENCE | FI_TRIGGER |
                                     kCompletionLevels | FI_CXI_HRP | FI_CXI_WEAK_FENCE |
                                     FI_REMOTE_CQ_DATA;
-constexpr uint64_t kReadMsgFlags = FI_COMPLETION | FI_MORE | FI_FENCE | kCompletionLevels;
+constexpr uint64_t kReadMsgFlags =
+    FI_COMPLETION | FI_MORE | FI_FENCE | FI_TRIGGER | kCompletionLevels;
 constexpr uint64_t kMaxRmaLen = 0xFFFFFFFFULL;
 
 EpView *view(fid_ep *ep) {
@@ -59,6 +60,20 @@ ssize_t do_rma(fid_ep *ep, OpKind kind, const Rma &r, bool inject_call = false) 
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_FENCE without the FI_FENCE capability\n");
     if (r.flags & FI_REMOTE_CQ_DATA)
         if (int ret = check_writedata(v, r.key)) return ret;
+    if (r.flags & FI_TRIGGER) {
+        if (!(v->ep->caps() & FI_TRIGGER))
+            SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_TRIGGER without the capability\n");
+        FlaggedOp op{w ? FI_OP_WRITE : FI_OP_READ,
+                     ep,
+                     {r.buf, r.len},
+                     r.peer,
+                     {r.addr, r.len, r.key},
+                     0,
+                     r.data,
+                     r.context,
+                     r.flags};
+        return v->ep->domain().deferred().queue_flagged(op, &v->ep->domain());
+    }
     SendArgs a{r.buf, r.len, r.peer, 0, r.data, r.context, r.flags, false, inject_call};
     a.kind = w ? OpKind::kWrite : OpKind::kRead;
     a.rkey = r.key;

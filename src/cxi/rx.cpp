@@ -172,10 +172,11 @@ void Context::finish_eager(RxMsg *m) {
 
 void Context::complete_rx(RxMsg *m, int err, bool pooled) {
     RecvOp *op = m->op;
-    size_t olen = m->msg_len - m->want;
+    const bool discard = op->flags & FI_DISCARD;  // no bytes wanted, none lost
+    size_t olen = discard ? 0 : m->msg_len - m->want;
     if (!err && olen) err = FI_ETRUNC;
     uint8_t *buf = (op->flags & FI_MULTI_RECV) ? m->dst : nullptr;
-    complete_recv(op, m->want, m, buf, err, olen);
+    complete_recv(op, discard ? m->msg_len : m->want, m, buf, err, olen);
     if (pooled) free_msg(m);
 }
 
@@ -246,7 +247,7 @@ void Context::take_unexpected(RxMsg *m, RecvOp *op) {
     size_t kept = std::min(m->got, m->ux_cap);
     bool arriving = !m->eager_done();
     bind_receive(m, op, false);  // multi-receive buffers stay listed until full
-    std::memcpy(m->dst, ux, std::min(kept, m->want));
+    if (m->want) std::memcpy(m->dst, ux, std::min(kept, m->want));
     m->pull_from = (m->wflags & kWWhole) ? 0 : m->eager_len;
     if (arriving) {  // the rest of the eager bytes now go straight to the receive buffer
         m->dst_cap = std::min(m->want, m->eager_len);

@@ -1,5 +1,6 @@
 // Posting receives: FI_MORE batching, unexpected-list search, multi-receive, PEEK/CLAIM,
 // cancel and the unexpected-list snapshot of the domain extension.
+#include <algorithm>
 #include <cstring>
 
 #include "common/log.hpp"
@@ -9,12 +10,14 @@
 namespace softnic::cxi {
 namespace {
 
+// FI_DISCARD: the message is received into nothing and completes with its own length.
 RecvOp make_recv(const RecvArgs &a) {
     RecvOp r{};
     r.context = a.context;
     r.flags = a.flags;
-    r.buf = static_cast<uint8_t *>(a.buf);
-    r.len = a.len;
+    const bool discard = a.flags & FI_DISCARD;
+    r.buf = discard ? nullptr : static_cast<uint8_t *>(a.buf);
+    r.len = discard ? 0 : a.len;
     r.src = a.src;
     r.tag = a.tag;
     r.ignore = a.ignore;
@@ -57,12 +60,15 @@ void Context::post_held_recvs() {
         if (op->flags & FI_MULTI_RECV) {
             posted_[0].push_back(op);
             RecvArgs probe{op->buf, op->len, op->src, 0, 0, op->context, op->flags, false};
-            while (!op->unlinked) {
+            // The message that fills the buffer may complete it, and completing it
+            // releases it: stop before touching it again.
+            for (bool full = false; !full;) {
                 RxMsg *m = match_unexpected(probe, true);
                 if (!m) break;
+                full =
+                    op->len - op->used - std::min(op->len - op->used, m->msg_len) < min_multi_recv_;
                 take_unexpected(m, op);
             }
-            if (op->unlinked && op->inflight == 0) release_recv(op);
             continue;
         }
         RecvArgs probe{op->buf,    op->len,     op->src,   op->tag,
@@ -85,6 +91,12 @@ ssize_t Context::peek(const RecvArgs &a) {
         e.entry =
             fi_cq_err_entry{a.context, flags, 0, nullptr, 0, a.tag, 0, FI_ENOMSG, 0, nullptr, 0};
         rx_.cq->push_error(e);
+        return 0;
+    }
+    if (a.flags & FI_DISCARD) {  // its completion stands for the peek's
+        RecvOp *op = alloc_recv();
+        *op = make_recv(a);
+        take_unexpected(m, op);
         return 0;
     }
     if (a.flags & FI_CLAIM) {

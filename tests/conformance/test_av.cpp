@@ -82,6 +82,31 @@ TEST_F(AvTest, OpenReadOnlyOfMissingNameFails) {
     EXPECT_LT(rc, 0) << "FI_READ opens an AV another process created; none exists";
 }
 
+// A read-only opener of a shared FI_AV_MAP sees map_addr entries for addresses the
+// creator inserts after the open (fabtests' fi_rdm_shared_av reads map_addr[0] then).
+TEST_F(AvTest, SharedMapAddrCoversLaterInserts) {
+    const std::string name = "cxit_av_map_" + std::to_string(getpid());
+    fi_av_attr w{};
+    w.type = FI_AV_MAP;
+    w.name = name.c_str();
+    Fid<fid_av> writer, reader;
+    ASSERT_OK(CXIT_OPEN(writer, fi_av_open(domain("cxi0"), &w, OUT, nullptr)));
+    fi_av_attr r{};
+    r.type = FI_AV_MAP;
+    r.name = name.c_str();
+    r.flags = FI_READ;
+    ASSERT_OK(CXIT_OPEN(reader, fi_av_open(domain("cxi0"), &r, OUT, nullptr)));
+    ASSERT_NE(nullptr, r.map_addr) << "map_addr is set even before the first insert";
+    EndpointPtr ep = make_ep("cxi0");
+    fi_addr_t a = FI_ADDR_NOTAVAIL;
+    ASSERT_EQ(1, fi_av_insert(writer.get(), ep->name().data(), 1, &a, 0, nullptr));
+    EXPECT_EQ(a, static_cast<fi_addr_t *>(r.map_addr)[0]);
+    uint8_t raw[8];
+    size_t len = sizeof(raw);
+    ASSERT_OK(fi_av_lookup(reader.get(), static_cast<fi_addr_t *>(r.map_addr)[0], raw, &len));
+    EXPECT_EQ(0, std::memcmp(raw, ep->name().data(), sizeof(raw)));
+}
+
 TEST_F(AvTest, BindControlAndOpenOpsUnsupported_ENOSYS) {
     Fid<fid_av> av = open_av(FI_AV_TABLE);
     fi_cq_attr ca{};

@@ -196,6 +196,31 @@ TEST_P(MultiRecvTest, UnexpectedMessagesLandInLaterBuffer) {
     EXPECT_EQ(FI_MULTI_RECV, e.e.flags & FI_MULTI_RECV);
 }
 
+// A buffer that unexpected messages fill completely at post time is released once:
+// the next two buffers are distinct operations (fabtests' fi_multi_recv found the
+// double release, which handed one operation out twice).
+TEST_P(MultiRecvTest, BufferFilledByUnexpectedMessagesIsReleasedOnce) {
+    set_min(*p_.b, 100);
+    const std::vector<size_t> lens(4, 100);
+    send_all(lens);
+    progress_for(std::chrono::milliseconds(5));
+    std::vector<uint8_t> first(400), second(1000), third(1000, 0xAB);
+    int c1 = 0, c2 = 0, c3 = 0;
+    post_multi(*p_.b, first.data(), first.size(), &c1);
+    expect_packed(lens, first.data(), &c1, true);
+    post_multi(*p_.b, second.data(), second.size(), &c2);
+    post_multi(*p_.b, third.data(), third.size(), &c3);
+    const std::vector<size_t> more(2, 100);
+    send_all(more, 10);
+    expect_packed(more, second.data(), &c2, false, 10);
+    ASSERT_OK(fi_cancel(&p_.b->ep()->fid, &c3));
+    ErrComp e = wait_err(p_.b->rx(), &c3, "cancel of the untouched third buffer");
+    EXPECT_EQ(FI_ECANCELED, e.e.err);
+    EXPECT_TRUE(std::all_of(third.begin(), third.end(), [](uint8_t b) { return b == 0xAB; }));
+    ASSERT_OK(fi_cancel(&p_.b->ep()->fid, &c2));
+    wait_err(p_.b->rx(), &c2, "cancel of the second buffer");
+}
+
 TEST_P(MultiRecvTest, CancelUnusedBufferReportsMultiRecv) {
     std::vector<uint8_t> buf(4096);
     int ctx = 0;

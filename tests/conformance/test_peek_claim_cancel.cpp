@@ -1,4 +1,4 @@
-// FI_PEEK / FI_CLAIM on tagged receives and fi_cancel (spec §5.8).
+// FI_PEEK / FI_CLAIM / FI_DISCARD on tagged receives and fi_cancel (spec §5.8).
 #include <cstring>
 
 #include "fixture.hpp"
@@ -122,6 +122,41 @@ TEST_P(PeekClaimCancelTest, ClaimNeedsAContext_EINVAL) {
     int never = 0;
     EXPECT_RC(-FI_EINVAL, trecvmsg(buf, sizeof(buf), 1, &never, FI_CLAIM))
         << "FI_CLAIM with a context that claimed nothing";
+}
+
+// FI_PEEK | FI_DISCARD: one completion, with the message's length and tag, and the
+// message is gone; the sender completes normally, eager or rendezvous alike.
+TEST_P(PeekClaimCancelTest, PeekDiscardDropsTheMessage) {
+    for (size_t len : {size_t(40), kRdzvSize * 2}) {
+        std::vector<uint8_t> out = pattern(len, 2);
+        int sctx = 0, pctx = 0;
+        tsenddata(out.data(), out.size(), 11, 0, &sctx);
+        Comp c = peek_found(11, &pctx, FI_DISCARD);
+        EXPECT_EQ(len, c.e.len);
+        EXPECT_EQ(11u, c.e.tag);
+        wait_comp(p_.a->tx(), &sctx, "send of a discarded message");
+        EXPECT_FALSE(peek_once(11, &pctx).has_value()) << "discarded, length " << len;
+        expect_quiet(p_.b->rx(), "nothing more for the discarded message");
+    }
+}
+
+// FI_PEEK | FI_CLAIM, then FI_CLAIM | FI_DISCARD: the claimed message completes unread.
+TEST_P(PeekClaimCancelTest, ClaimDiscardDropsTheClaimedMessage) {
+    std::vector<uint8_t> out = pattern(500, 3);
+    int sctx = 0, pctx = 0;
+    tsenddata(out.data(), out.size(), 12, 0, &sctx);
+    peek_found(12, &pctx, FI_CLAIM);
+    post([&] { return trecvmsg(nullptr, 0, 12, &pctx, FI_CLAIM | FI_DISCARD); },
+         "fi_trecvmsg(CLAIM|DISCARD)");
+    Comp c = wait_comp(p_.b->rx(), &pctx, "claim discard");
+    EXPECT_EQ(500u, c.e.len);
+    wait_comp(p_.a->tx(), &sctx, "send");
+    EXPECT_FALSE(peek_once(12, &pctx).has_value());
+}
+
+TEST_P(PeekClaimCancelTest, DiscardAloneIsInvalid) {
+    int ctx = 0;
+    EXPECT_RC(-FI_EINVAL, trecvmsg(nullptr, 0, 1, &ctx, FI_DISCARD));
 }
 
 TEST_P(PeekClaimCancelTest, CancelledReceiveIsNotUsed) {

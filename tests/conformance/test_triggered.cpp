@@ -298,6 +298,60 @@ TEST_P(TriggeredTest, CompletionCounterReplacesTheEndpointCounter) {
     p_ = Pair{};
 }
 
+// The FI_TRIGGER flag (fi_trigger(3), fabtests' fi_rdm_rma_trigger): an alias endpoint
+// whose transmit flags carry FI_TRIGGER holds each write until the threshold of its
+// fi_triggered_context; it completes on the endpoint's CQ and counter with that context.
+TEST_P(TriggeredTest, TriggerFlagOnAliasHoldsTheWrite) {
+    Fid<fid_cntr> bound = counter();
+    ASSERT_OK(fi_ep_bind(p_.a->ep(), &bound->fid, FI_WRITE));
+    Fid<fid_ep> alias;
+    ASSERT_OK(fi_ep_alias(p_.a->ep(), alias.out(), FI_TRANSMIT | FI_TRIGGER));
+    fi_triggered_context tc{};
+    tc.event_type = FI_TRIGGER_THRESHOLD;
+    tc.trigger.threshold.cntr = trig_.get();
+    tc.trigger.threshold.threshold = 2;
+    uint64_t v = 0x1234;
+    ASSERT_OK(fi_write(alias.get(), &v, 8, nullptr, p_.a2b, 64, key_, &tc));
+    v = 0;  // the queue copied the iov, not the data: the value at firing time goes
+    ASSERT_OK(fi_cntr_add(trig_.get(), 1));
+    expect_quiet();
+    v = 0x5678;
+    ASSERT_OK(fi_cntr_add(trig_.get(), 1));
+    wait_comp(p_.a->tx(), &tc, "write posted with FI_TRIGGER");
+    EXPECT_EQ(0x5678u, at(64));
+    EXPECT_EQ(1u, fi_cntr_read(bound.get())) << "the endpoint's own counter counts it";
+    alias.reset();
+    mr_.reset();
+    p_ = Pair{};
+}
+
+TEST_P(TriggeredTest, TriggerFlagOnSendAndItsRules) {
+    fi_triggered_context tc{};
+    tc.event_type = FI_TRIGGER_THRESHOLD;
+    tc.trigger.threshold.cntr = trig_.get();
+    tc.trigger.threshold.threshold = 1;
+    std::vector<uint8_t> out = pattern(100, 8), in(100);
+    iovec iov{out.data(), out.size()};
+    fi_msg_tagged m{&iov, nullptr, 1, p_.a2b, 3, 0, &tc, 0};
+    ASSERT_OK(fi_tsendmsg(p_.a->ep(), &m, FI_TRIGGER | FI_COMPLETION));
+    int rctx = 0;
+    post([&] { return fi_trecv(p_.b->ep(), in.data(), 100, nullptr, FI_ADDR_UNSPEC, 3, 0, &rctx); },
+         "fi_trecv");
+    expect_quiet();
+    ASSERT_OK(fi_cntr_add(trig_.get(), 1));
+    wait_comp(p_.a->tx(), &tc, "tagged send posted with FI_TRIGGER");
+    wait_comp(p_.b->rx(), &rctx, "its receive");
+    EXPECT_EQ(out, in);
+    m.context = nullptr;
+    EXPECT_RC(-FI_EINVAL, fi_tsendmsg(p_.a->ep(), &m, FI_TRIGGER)) << "no triggered context";
+    fi_triggered_context other{};
+    other.event_type = FI_TRIGGER_XPU;
+    m.context = &other;
+    EXPECT_RC(-FI_ENOSYS, fi_tsendmsg(p_.a->ep(), &m, FI_TRIGGER)) << "only thresholds";
+    m.context = &tc;
+    EXPECT_RC(-FI_EINVAL, fi_tsendmsg(p_.a->ep(), &m, FI_TRIGGER | FI_INJECT));
+}
+
 // FI_CXI_ENABLE_TRIG_OP_LIMIT=1 (its own ctest group, one transport: the budget is
 // the NIC's, shared by every process): get_dwq_depth operations fit, the next is
 // -FI_ENOSPC, FI_CXI_CNTR_WB takes two slots, cancel and flush give slots back.
