@@ -160,6 +160,7 @@ void finish(fi_info &i, const fi_info *hints, const Request &r) {
     // buffers need no registration: no mode bit applies (as libfabric's util layer trims).
     if (hints && !(i.caps & (FI_RMA | FI_ATOMIC)) && i.domain_attr->mr_mode != FI_MR_SCALABLE)
         i.domain_attr->mr_mode = 0;
+    if (!(i.domain_attr->mr_mode & FI_MR_PROV_KEY)) i.domain_attr->mr_key_size = 4;  // client keys
     const Env &e = env();
     if (!hints || !hints->tx_attr || !hints->tx_attr->size) i.tx_attr->size = e.default_tx_size;
     if (!hints || !hints->rx_attr || !hints->rx_attr->size) i.rx_attr->size = e.default_rx_size;

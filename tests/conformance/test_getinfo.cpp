@@ -224,6 +224,10 @@ TEST_F(GetinfoTest, HintsWithoutProvKeyGiveClientKeyInfo) {
 TEST_F(GetinfoTest, TwoSidedOnlyHintsGetNoModeBits) {
     InfoPtr info = get_info(EpOptions{}, "cxi0");
     EXPECT_EQ(0, info->domain_attr->mr_mode);
+    EXPECT_EQ(4u, info->domain_attr->mr_key_size) << "without provider keys, client keys";
+    // An application may hand the info back as hints (fabtests' fi_multi_ep does).
+    InfoPtr again = getinfo("127.0.0.1", nullptr, 0, info.get()).info;
+    ASSERT_NE(nullptr, again) << "an info returned as hints matches itself";
 }
 
 TEST_F(GetinfoTest, HintsDomainNameFilters) {
