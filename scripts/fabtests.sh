@@ -12,7 +12,8 @@
 #   OOB=1     out-of-band address exchange (the driver's -b)
 #   TIMEOUT   seconds per test before the driver kills it (default: 60)
 #   LOGDIR    where each provider's full driver output goes (default: a temporary dir)
-# Excluded tests, each with its reason: tests/fabtests/test_configs/<prov>/<prov>.exclude.
+# Excluded tests, each with its reason: tests/fabtests/test_configs/<prov>/<prov>.exclude,
+# and with OOB=1 also <prov>-oob.exclude (fabtests that ignore -E).
 # Note: the driver kills every process named fi_* on the host when it finishes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +35,11 @@ args=(-T "${TIMEOUT:-60}" -t "${SETS:-unit,functional,standard,short}"
 
 status=0
 for prov in "${providers[@]}"; do
-    excl=$root/tests/fabtests/test_configs/$prov/$prov.exclude
+    configs=$root/tests/fabtests/test_configs/$prov
+    excl=()
+    [ -f "$configs/$prov.exclude" ] && excl+=(-f "$configs/$prov.exclude")
+    [ "${OOB:-0}" = 1 ] && [ -f "$configs/$prov-oob.exclude" ] &&
+        excl+=(-f "$configs/$prov-oob.exclude")
     env_args=(-E "FI_PROVIDER_PATH=$plugins" -E IPATH_NO_BACKTRACE=1)
     # usnic's devices are the non-loopback interfaces unless named (fi_usnic(7)).
     [ "$prov" = usnic ] && env_args+=(-E FI_USNIC_IFACES=lo)
@@ -44,7 +49,7 @@ for prov in "${providers[@]}"; do
     (cd "$prefix/share/fabtests" &&
         PATH=$prefix/bin:$PATH FI_PROVIDER_PATH=$plugins IPATH_NO_BACKTRACE=1 \
             FI_USNIC_IFACES=lo "$driver" "${args[@]}" "${env_args[@]}" \
-            ${excl:+-f "$excl"} "$prov") >"$log" 2>&1 || status=1
+            "${excl[@]}" "$prov") >"$log" 2>&1 || status=1
     grep -E ':\s+Fail' "$log" || true
     grep -E '^# Total' "$log"
 done

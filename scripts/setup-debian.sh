@@ -11,6 +11,8 @@ packages=(
     iproute2 nftables procps           # multi-host tests in network namespaces
     passwd util-linux                  # the services test makes a user (useradd, setpriv)
     tshark python3                     # the Wireshark dissector's test
+    go-md2man                          # man pages (roff) from docs/man/*.md
+    dpkg-dev                           # the Debian package (cpack: dpkg-shlibdeps)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -48,10 +48,11 @@ bool ep_matches(const fi_ep_attr &o, const fi_ep_attr *h) {
     if (h->type != FI_EP_UNSPEC && h->type != o.type) MISMATCH("endpoint type mismatch\n");
     if (h->protocol != FI_PROTO_UNSPEC && h->protocol != o.protocol) MISMATCH("protocol\n");
     if (h->max_msg_size > o.max_msg_size) MISMATCH("max_msg_size too large\n");
-    if (h->tx_ctx_cnt > o.tx_ctx_cnt && h->tx_ctx_cnt != FI_SHARED_CONTEXT)
-        MISMATCH("tx_ctx_cnt too large\n");
-    if (h->rx_ctx_cnt > o.rx_ctx_cnt && h->rx_ctx_cnt != FI_SHARED_CONTEXT)
-        MISMATCH("rx_ctx_cnt too large\n");
+    // Shared contexts (fi_stx_context / fi_srx_context) are not built: -FI_ENOSYS.
+    if (h->tx_ctx_cnt == FI_SHARED_CONTEXT || h->rx_ctx_cnt == FI_SHARED_CONTEXT)
+        MISMATCH("shared contexts are not offered\n");
+    if (h->tx_ctx_cnt > o.tx_ctx_cnt) MISMATCH("tx_ctx_cnt too large\n");
+    if (h->rx_ctx_cnt > o.rx_ctx_cnt) MISMATCH("rx_ctx_cnt too large\n");
     if (h->max_order_waw_size > o.max_order_waw_size) MISMATCH("max_order_waw_size\n");
     if (h->max_order_raw_size > o.max_order_raw_size) MISMATCH("max_order_raw_size\n");
     if (h->max_order_war_size > o.max_order_war_size) MISMATCH("max_order_war_size\n");
@@ -135,10 +136,8 @@ fi_info *narrow(const fi_info &offer, const fi_info *h) {
             d->resource_mgmt = h->domain_attr->resource_mgmt;
     }
     if (h->ep_attr) {
-        if (h->ep_attr->tx_ctx_cnt && h->ep_attr->tx_ctx_cnt != FI_SHARED_CONTEXT)
-            info->ep_attr->tx_ctx_cnt = h->ep_attr->tx_ctx_cnt;
-        if (h->ep_attr->rx_ctx_cnt && h->ep_attr->rx_ctx_cnt != FI_SHARED_CONTEXT)
-            info->ep_attr->rx_ctx_cnt = h->ep_attr->rx_ctx_cnt;
+        if (h->ep_attr->tx_ctx_cnt) info->ep_attr->tx_ctx_cnt = h->ep_attr->tx_ctx_cnt;
+        if (h->ep_attr->rx_ctx_cnt) info->ep_attr->rx_ctx_cnt = h->ep_attr->rx_ctx_cnt;
     }
     return info;
 }

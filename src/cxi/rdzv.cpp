@@ -18,7 +18,7 @@ void Context::send_ctrl(transport::Link *link, const WireHdr &h, const void *dat
     iovec iov{const_cast<void *>(data), h.payload};
     if (ctrl_backlog_.empty() && link->send(&h, sizeof(h), &iov, h.payload ? 1 : 0)) return;
     CtrlPkt &c = ctrl_backlog_.emplace_back(CtrlPkt{link, h, {}});  // retried by progress
-    if (h.payload) std::memcpy(c.data, data, std::min<size_t>(h.payload, sizeof(c.data)));
+    if (h.payload && data) std::memcpy(c.data, data, std::min<size_t>(h.payload, sizeof(c.data)));
 }
 
 void Context::send_done(RxMsg *m, uint16_t flags) {

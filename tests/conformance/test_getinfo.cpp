@@ -385,6 +385,12 @@ TEST_F(GetinfoTest, UnsupportedHintsGiveNoData) {
         h->ep_attr->type = t;
         EXPECT_RC(-FI_ENODATA, getinfo(nullptr, nullptr, 0, h.get()).rc) << "ep type " << t;
     }
+    for (bool tx : {true, false}) {
+        InfoPtr h = make_hints(EpOptions{}, nullptr);
+        (tx ? h->ep_attr->tx_ctx_cnt : h->ep_attr->rx_ctx_cnt) = FI_SHARED_CONTEXT;
+        EXPECT_RC(-FI_ENODATA, getinfo(nullptr, nullptr, 0, h.get()).rc)
+            << "shared contexts are not built (fi_stx_context: -FI_ENOSYS)";
+    }
     InfoPtr h2 = make_hints(EpOptions{}, nullptr);
     h2->domain_attr->mr_mode = FI_MR_ALLOCATED | FI_MR_ENDPOINT;  // client keys only
     h2->caps = FI_MSG | FI_RMA;
