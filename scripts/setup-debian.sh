@@ -12,6 +12,7 @@ packages=(
     passwd util-linux                  # the services test makes a user (useradd, setpriv)
     tshark python3                     # the Wireshark dissector's test
     go-md2man                          # man pages (roff) from docs/man/*.md
+    clang                              # CI builds the shipped code with clang too
     dpkg-dev                           # the Debian package (cpack: dpkg-shlibdeps)
 )
 missing=()

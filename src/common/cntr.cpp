@@ -53,8 +53,10 @@ int cntr_control(fid *, int command, void *) {
 fi_ops cntr_fid_ops = make_fid_ops(cntr_close, fid_no_bind, cntr_control, fid_no_ops_open);
 
 int Cntr::check_attr(const fi_cntr_attr &attr) {
-    if (attr.events != FI_CNTR_EVENTS_COMP && attr.events != 1)
-        SN_REJECT(-FI_ENOSYS, FI_LOG_CNTR, "unsupported counter events %d\n", attr.events);
+    // 1 is FI_CNTR_EVENTS_BYTES, which 1.17's enum does not name.
+    const int events = attr.events;
+    if (events != FI_CNTR_EVENTS_COMP && events != 1)
+        SN_REJECT(-FI_ENOSYS, FI_LOG_CNTR, "unsupported counter events %d\n", events);
     if (!polled_wait_obj(attr.wait_obj))
         SN_REJECT(-FI_ENOSYS, FI_LOG_CNTR, "unsupported counter wait object %d\n", attr.wait_obj);
     if (attr.flags & ~(1ULL << 32))

@@ -15,11 +15,16 @@ namespace softnic::tools {
 namespace {
 
 // The document as a tree; mappings keep repeated keys (`vni: 1` twice is a list).
+struct MapEntry;  // (a std::pair would need Node complete: clang with libstdc++ refuses)
 struct Node {
     enum Kind { kScalar, kMap, kSeq } kind = kScalar;
     std::string value;
-    std::vector<std::pair<std::string, Node>> map;
+    std::vector<MapEntry> map;
     std::vector<Node> seq;
+};
+struct MapEntry {
+    std::string key;
+    Node node;
 };
 
 class Reader {
@@ -82,7 +87,7 @@ class Reader {
             if (!next(v)) return false;
             Node value;
             if (!node(v, value)) return false;
-            out.map.emplace_back(child.value, std::move(value));
+            out.map.push_back(MapEntry{child.value, std::move(value)});
         }
     }
 
