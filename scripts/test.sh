@@ -4,6 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" = 0 ]; then scripts/setup-debian.sh; fi
 scripts/build.sh
-ctest --test-dir build --output-on-failure -j"${JOBS:-2}" --timeout 600
 # The shipped code also builds warning-free as Release and with clang.
 scripts/build-variants.sh
+ctest --test-dir build --output-on-failure -j"${JOBS:-2}" --timeout 600
