@@ -103,8 +103,8 @@ bool Eq::post(uint32_t event, const void *buf, size_t len) {
             return false;
         }
         events_.push_back(std::move(ev));
+        signal();  // under the lock: a reader may close the EQ once it has the event
     }
-    signal();
     return true;
 }
 
@@ -118,8 +118,8 @@ bool Eq::post_error(const fi_eq_err_entry &err, const void *err_data, size_t len
             return false;
         }
         errors_.push_back(std::move(e));
+        signal();
     }
-    signal();
     return true;
 }
 

@@ -105,7 +105,6 @@ fi_ops uav_fid_ops = make_fid_ops(av_close_op, av_bind, fid_no_control, av_ops_o
 
 fi_av_attr core_attr(const fi_av_attr &a) {
     fi_av_attr c = a;
-    c.type = FI_AV_MAP;
     c.flags = 0;
     return c;
 }
@@ -229,10 +228,9 @@ int av_open(Domain *domain, fi_av_attr *attr, fid_av **av, void *context) {
     if (attr->flags & ~uint64_t(FI_EVENT))
         SN_REJECT(-FI_EINVAL, FI_LOG_AV, "AV flags other than FI_EVENT\n");
     if (attr->rx_ctx_bits) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "no receive contexts\n");
-    if (attr->type == FI_AV_TABLE) SN_REJECT(-FI_ENOSYS, FI_LOG_AV, "only FI_AV_MAP\n");
-    if (attr->type != FI_AV_UNSPEC && attr->type != FI_AV_MAP)
+    if (attr->type != FI_AV_UNSPEC && attr->type != FI_AV_MAP && attr->type != FI_AV_TABLE)
         SN_REJECT(-FI_EINVAL, FI_LOG_AV, "unknown AV type %d\n", attr->type);
-    attr->type = FI_AV_MAP;
+    if (attr->type == FI_AV_UNSPEC) attr->type = FI_AV_MAP;
     auto *a = new UAv(domain, *attr, context);
     *av = a->fid();
     return 0;

@@ -13,6 +13,9 @@ namespace softnic::usnic {
 
 constexpr uint32_t kProviderVersion = FI_VERSION(1, 0);
 constexpr uint64_t kCaps = FI_MSG | FI_SOURCE | FI_SEND | FI_RECV;
+// fi_getinfo(3) splits caps by direction: FI_SOURCE and FI_RECV are receive caps.
+constexpr uint64_t kTxCaps = FI_MSG | FI_SEND;
+constexpr uint64_t kRxCaps = FI_MSG | FI_RECV | FI_SOURCE;
 constexpr uint64_t kDomainCaps = FI_LOCAL_COMM | FI_REMOTE_COMM;
 constexpr uint64_t kModeBits = FI_LOCAL_MR | FI_MSG_PREFIX;
 constexpr size_t kPrefixSize = 64;       // FI_MSG_PREFIX bytes in front of DGRAM data

@@ -124,7 +124,8 @@ int UCq::trywait() {
 int UCq::getwait(void *arg) {
     if (!arg) SN_REJECT(-FI_EINVAL, FI_LOG_CQ, "NULL FI_GETWAIT argument\n");
     if (wait_obj_ != FI_WAIT_FD) SN_REJECT(-FI_EINVAL, FI_LOG_CQ, "CQ has no wait fd\n");
-    if (!bound_.load()) SN_REJECT(-FI_EOPBADSTATE, FI_LOG_CQ, "bind the CQ to an endpoint first\n");
+    // The descriptor exists from fi_cq_open, so it is handed out before the CQ is bound
+    // (the hardware page says -FI_EOPBADSTATE; ofi_rxd asks right after opening).
     *static_cast<int *>(arg) = epfd_;
     return 0;
 }

@@ -24,9 +24,6 @@ class UCq {
     Cq &core() { return core_; }
     fi_wait_obj wait_obj() const { return wait_obj_; }
     bool context_format() const { return context_format_; }
-    // An endpoint bound this CQ (FI_GETWAIT works from then on) / let it go.
-    void bind_ep() { bound_.fetch_add(1); }
-    void unbind_ep() { bound_.fetch_sub(1); }
     // An enabled endpoint's socket joins the wait set / leaves it.
     void attach(int sock_fd);
     void detach(int sock_fd);
@@ -41,7 +38,6 @@ class UCq {
     fi_wait_obj wait_obj_;
     bool context_format_;
     int epfd_ = -1, efd_ = -1;
-    std::atomic<int> bound_{0};
     std::atomic<bool> armed_{false};
 };
 

@@ -91,7 +91,8 @@ sockaddr_in DgramEp::local_name() const {
 }
 
 ssize_t DgramEp::send(const Op &op) {
-    const sockaddr_in *dest = av_ ? av_->peer(op.addr) : nullptr;
+    UAv *v = av();
+    const sockaddr_in *dest = v ? v->peer(op.addr) : nullptr;
     if (!dest) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "destination %lu is not in the AV\n", op.addr);
     iovec iov[kMaxIov];
     size_t len = 0;
@@ -177,7 +178,8 @@ void DgramEp::complete(Rx &rx, const sockaddr_in &from, size_t got) {
         push_rx_error(rx.context, FI_ETRUNC, rx.cap, got - rx.cap);
         return;
     }
-    fi_addr_t src = av_ ? av_->reverse_of(from) : FI_ADDR_NOTAVAIL;
+    UAv *v = av();
+    fi_addr_t src = v ? v->reverse_of(from) : FI_ADDR_NOTAVAIL;
     if (prefix_) {
         fill_prefix(static_cast<uint8_t *>(rx.iov[0].iov_base) - kPrefixSize, from, got);
         got += kPrefixSize;

@@ -15,13 +15,13 @@ class DgramEp final : public Endpoint {
     static int create(Domain *domain, const fi_info &info, void *context, Endpoint *&out);
     DgramEp(Domain *domain, const fi_info &info, void *context);
     ~DgramEp() override;
-    int enable() override;
     ssize_t send(const Op &op) override;
     ssize_t recv(const Op &op) override;
     ssize_t size_left(bool tx) override;
     void progress() override;
 
   private:
+    int enable() override;
     struct Rx {
         iovec iov[8];
         size_t count;

@@ -17,6 +17,9 @@ namespace softnic::usnic {
 namespace {
 
 // Registration is bookkeeping only: sockets need no pinned memory. Key 0, no desc.
+// libfabric's utility providers (ofi_rxd) pass their internal "do not cache" flag
+// (bit 60), which means nothing here.
+constexpr uint64_t kMrNoCache = 1ULL << 60;
 struct Mr {
     Handle<fid_mr, Mr> handle;
     Domain *domain;
@@ -33,7 +36,8 @@ fi_ops mr_fid_ops = make_fid_ops(mr_close, fid_no_bind, fid_no_control, fid_no_o
 int make_mr(fid *f, size_t count, uint64_t flags, fid_mr **out, void *context) {
     if (!f || f->fclass != FI_CLASS_DOMAIN || !out)
         SN_REJECT(-FI_EINVAL, FI_LOG_MR, "registrations are made on a domain\n");
-    if (flags) SN_REJECT(-FI_EBADFLAGS, FI_LOG_MR, "no registration flags are supported\n");
+    if (flags & ~kMrNoCache)
+        SN_REJECT(-FI_EBADFLAGS, FI_LOG_MR, "no registration flags are supported\n");
     if (count > 1) SN_REJECT(-FI_EINVAL, FI_LOG_MR, "one iov per registration at most\n");
     return guarded([&] {
         auto *mr = new Mr{};

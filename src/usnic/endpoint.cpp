@@ -69,19 +69,20 @@ Endpoint::~Endpoint() {
     for (UCq *cq : {tx_cq_, rx_cq_}) {
         if (!cq) continue;
         cq->core().progress().remove(this);
-        cq->unbind_ep();
         cq->core().refs().put();
     }
     if (tx_cq_ && attached_fd_ >= 0) tx_cq_->detach(attached_fd_);
     if (rx_cq_ && rx_cq_ != tx_cq_ && attached_fd_ >= 0) rx_cq_->detach(attached_fd_);
-    if (av_) av_->refs().put();
+    if (UAv *bound = av()) bound->refs().put();
     if (eq_) eq_->refs().put();
     domain_->refs().put();
 }
 
 int Endpoint::bind(::fid *f, uint64_t flags) {
     if (!f) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "NULL fid\n");
-    if (enabled_) SN_REJECT(-FI_EOPBADSTATE, FI_LOG_EP_CTRL, "bind before fi_enable\n");
+    std::lock_guard<std::mutex> g(ctrl_lock_);
+    if (enabled_ && f->fclass != FI_CLASS_AV)
+        SN_REJECT(-FI_EOPBADSTATE, FI_LOG_EP_CTRL, "bind before fi_enable\n");
     switch (f->fclass) {
         case FI_CLASS_CQ: {
             if (flags & ~uint64_t(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION))
@@ -94,14 +95,12 @@ int Endpoint::bind(::fid *f, uint64_t flags) {
             if (flags & FI_TRANSMIT) {
                 tx_cq_ = cq;
                 tx_selective_ = flags & FI_SELECTIVE_COMPLETION;
-                cq->bind_ep();
                 cq->core().refs().get();
                 // DGRAM sends complete when posted: reading their CQ need not poll the socket.
                 if (type_ != FI_EP_DGRAM) cq->core().progress().add(this);
             }
             if (flags & FI_RECV) {
                 rx_cq_ = cq;
-                cq->bind_ep();
                 cq->core().refs().get();
                 cq->core().progress().add(this);
             }
@@ -113,9 +112,12 @@ int Endpoint::bind(::fid *f, uint64_t flags) {
             if (!FI_VERSION_GE(domain_->api_version(), FI_VERSION(1, 5)))
                 flags &= ~uint64_t(FI_RECV);
             if (flags) SN_REJECT(-FI_EBADFLAGS, FI_LOG_EP_CTRL, "AV bind flags must be 0\n");
-            if (av_) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "an AV is already bound\n");
-            av_ = UAv::of(reinterpret_cast<fid_av *>(f));
-            av_->refs().get();
+            if (av()) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "an AV is already bound\n");
+            {
+                UAv *bound = UAv::of(reinterpret_cast<fid_av *>(f));
+                bound->refs().get();
+                av_.store(bound, std::memory_order_release);
+            }
             return 0;
         case FI_CLASS_EQ:
             if (eq_) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "an EQ is already bound\n");
@@ -129,8 +131,13 @@ int Endpoint::bind(::fid *f, uint64_t flags) {
 
 int Endpoint::control(int command, void *arg) {
     (void)arg;
-    if (command == FI_ENABLE) return enabled_ ? 0 : enable();
+    if (command == FI_ENABLE) return enable_once();
     SN_REJECT(-FI_ENOSYS, FI_LOG_EP_CTRL, "unsupported endpoint control %d\n", command);
+}
+
+int Endpoint::enable_once() {
+    std::lock_guard<std::mutex> g(ctrl_lock_);
+    return enabled_ ? 0 : enable();
 }
 
 int Endpoint::check_enable_cqs(int missing_code) {

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <rdma/fi_endpoint.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "common/cq.hpp"
@@ -41,7 +42,8 @@ class Endpoint : public ProgressSource {
     int bind(::fid *f, uint64_t flags);
     int control(int command, void *arg);
     int getname(void *addr, size_t *addrlen);
-    virtual int enable() = 0;
+    // fi_enable, once, whichever thread asks (fi_connect / fi_accept enable too).
+    int enable_once();
     virtual ssize_t send(const Op &op) = 0;
     virtual ssize_t recv(const Op &op) = 0;
     virtual ssize_t size_left(bool tx) = 0;
@@ -62,6 +64,7 @@ class Endpoint : public ProgressSource {
     Domain &domain() { return *domain_; }
 
   protected:
+    virtual int enable() = 0;
     // The bound CQs and the socket that wakes them.
     void attach_cqs(int sock_fd);
     int check_enable_cqs(int missing_code);
@@ -72,13 +75,16 @@ class Endpoint : public ProgressSource {
     virtual sockaddr_in local_name() const = 0;
 
     Handle<fid_ep, Endpoint> handle_;
+    std::mutex ctrl_lock_;  // bind and enable: FI_THREAD_SAFE lets threads race on them
     Domain *domain_;
     fi_ep_type type_;
     UCq *tx_cq_ = nullptr, *rx_cq_ = nullptr;
     bool tx_selective_ = false;
-    UAv *av_ = nullptr;
+    // An AV may be bound after fi_enable (ofi_rxd does so): the data path loads it.
+    std::atomic<UAv *> av_{nullptr};
+    UAv *av() const { return av_.load(std::memory_order_acquire); }
     Eq *eq_ = nullptr;
-    bool enabled_ = false;
+    std::atomic<bool> enabled_{false};  // read by every data call, on any thread
     int attached_fd_ = -1;
     uint64_t tx_op_flags_, rx_op_flags_;
     size_t tx_size_, rx_size_, tx_iov_limit_, rx_iov_limit_;

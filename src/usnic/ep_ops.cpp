@@ -107,13 +107,24 @@ ssize_t op_rx_size_left(fid_ep *f) {
 ssize_t op_tx_size_left(fid_ep *f) {
     return op_size_left(f, true);
 }
-int op_getopt(fid *f, int level, int name, void *, size_t *) {
+int op_getopt(fid *f, int level, int name, void *optval, size_t *optlen) {
+    Endpoint *ep = owner_of_fid<Endpoint, fid_ep>(f);
+    if (ep->type() == FI_EP_DGRAM) SN_REJECT(-FI_ENOSYS, FI_LOG_EP_CTRL, "no options\n");
+    bool cm_data =
+        ep->type() == FI_EP_MSG && level == FI_OPT_ENDPOINT && name == FI_OPT_CM_DATA_SIZE;
+    if (!cm_data)
+        SN_REJECT(-FI_ENOPROTOOPT, FI_LOG_EP_CTRL, "option %d/%d not supported\n", level, name);
+    if (!optval || !optlen) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "NULL option buffer\n");
+    if (*optlen < sizeof(size_t))
+        SN_REJECT(-FI_ETOOSMALL, FI_LOG_EP_CTRL, "option buffer too small\n");
+    *static_cast<size_t *>(optval) = kCmDataMax;  // what fi_connect/accept/reject carry
+    *optlen = sizeof(size_t);
+    return 0;
+}
+int op_setopt(fid *f, int level, int name, const void *, size_t) {
     Endpoint *ep = owner_of_fid<Endpoint, fid_ep>(f);
     if (ep->type() == FI_EP_DGRAM) SN_REJECT(-FI_ENOSYS, FI_LOG_EP_CTRL, "no options\n");
     SN_REJECT(-FI_ENOPROTOOPT, FI_LOG_EP_CTRL, "option %d/%d not supported\n", level, name);
-}
-int op_setopt(fid *f, int level, int name, const void *, size_t) {
-    return op_getopt(f, level, name, nullptr, nullptr);
 }
 ssize_t op_cancel(fid *f, void *) {
     Endpoint *ep = owner_of_fid<Endpoint, fid_ep>(f);

@@ -62,7 +62,8 @@ void fill_common(fi_info &i, const Device &d, const Request &r) {
     dom.tx_ctx_cnt = dom.rx_ctx_cnt = 1024;
     dom.max_ep_tx_ctx = dom.max_ep_rx_ctx = 1;
     i.ep_attr->tx_ctx_cnt = i.ep_attr->rx_ctx_cnt = 1;
-    i.tx_attr->caps = i.rx_attr->caps = kCaps;
+    i.tx_attr->caps = kTxCaps;
+    i.rx_attr->caps = kRxCaps;
     i.tx_attr->msg_order = i.rx_attr->msg_order = FI_ORDER_NONE;
     i.tx_attr->comp_order = i.rx_attr->comp_order = FI_ORDER_NONE;
 }
@@ -94,7 +95,8 @@ fi_info *offer_rudp(const Device &d, const Request &r, fi_ep_type type) {
     if (!i) return nullptr;
     fill_common(*i, d, r);
     i->mode = i->tx_attr->mode = i->rx_attr->mode = FI_LOCAL_MR;
-    i->domain_attr->threading = FI_THREAD_ENDPOINT;
+    // Every MSG/RDM call takes the endpoint's lock: any thread may call anything.
+    i->domain_attr->threading = FI_THREAD_SAFE;
     fi_ep_attr &ep = *i->ep_attr;
     ep.type = type;
     ep.protocol = FI_PROTO_RUDP;
@@ -103,6 +105,8 @@ fi_info *offer_rudp(const Device &d, const Request &r, fi_ep_type type) {
     i->tx_attr->inject_size = kRudpInject;
     i->tx_attr->size = i->rx_attr->size = type == FI_EP_MSG ? kMsgQueue : kRdmQueue;
     i->tx_attr->iov_limit = i->rx_attr->iov_limit = kMaxIov;
+    // Each peer's messages arrive whole and in order, and receives match in posting order.
+    i->tx_attr->msg_order = i->rx_attr->msg_order = FI_ORDER_SAS;
     return i;
 }
 

@@ -23,8 +23,11 @@ int check_domain(fi_info &o, const fi_domain_attr &h, uint32_t version) {
         case FI_THREAD_FID:
         case FI_THREAD_COMPLETION:
         case FI_THREAD_DOMAIN:
-            if (o.ep_attr->type != FI_EP_DGRAM && h.threading != FI_THREAD_ENDPOINT)
-                NO_MATCH("MSG/RDM endpoints offer FI_THREAD_ENDPOINT only\n");
+            d.threading = h.threading;
+            break;
+        case FI_THREAD_SAFE:
+            // DGRAM follows upstream (no FI_THREAD_SAFE); MSG/RDM lock every call.
+            if (o.ep_attr->type == FI_EP_DGRAM) NO_MATCH("DGRAM is not FI_THREAD_SAFE\n");
             d.threading = h.threading;
             break;
         default:
@@ -42,6 +45,7 @@ int check_domain(fi_info &o, const fi_domain_attr &h, uint32_t version) {
         SN_REJECT(-FI_EBADFLAGS, FI_LOG_CORE, "FI_REMOTE_COMM needs API 1.5\n");
     if (h.av_type != FI_AV_UNSPEC && h.av_type != FI_AV_MAP) NO_MATCH("only FI_AV_MAP\n");
     if (h.mr_cnt > kMrCount) NO_MATCH("mr_cnt above %zu\n", kMrCount);
+    if (h.cq_data_size) NO_MATCH("no remote CQ data (fi_senddata)\n");
     if (h.mr_cnt) d.mr_cnt = h.mr_cnt;
     if (h.caps) d.caps = h.caps;
     return 0;
@@ -77,7 +81,8 @@ int fit_queue(size_t &size, size_t &iov, size_t hint_size, size_t hint_iov, bool
 int check_tx(fi_info &o, const fi_tx_attr &h, uint32_t version) {
     fi_tx_attr &t = *o.tx_attr;
     if (h.caps & ~kCaps) NO_MATCH("tx caps not offered\n");
-    if (h.msg_order || h.comp_order) NO_MATCH("no ordering is offered\n");
+    if ((h.msg_order & ~t.msg_order) || h.comp_order)
+        NO_MATCH("ordering %#llx not offered\n", (unsigned long long)h.msg_order);
     if (h.inject_size > t.inject_size) NO_MATCH("inject_size above %zu\n", t.inject_size);
     if (h.rma_iov_limit) NO_MATCH("no RMA\n");
     if (!FI_VERSION_GE(version, FI_VERSION(1, 5)) && h.mode && !(h.mode & FI_LOCAL_MR))
@@ -93,7 +98,8 @@ int check_tx(fi_info &o, const fi_tx_attr &h, uint32_t version) {
 int check_rx(fi_info &o, const fi_rx_attr &h, uint32_t version) {
     fi_rx_attr &r = *o.rx_attr;
     if (h.caps & ~kCaps) NO_MATCH("rx caps not offered\n");
-    if (h.msg_order || h.comp_order) NO_MATCH("no ordering is offered\n");
+    if ((h.msg_order & ~r.msg_order) || h.comp_order)
+        NO_MATCH("ordering %#llx not offered\n", (unsigned long long)h.msg_order);
     if (h.total_buffered_recv) NO_MATCH("no buffered receive\n");
     if (!FI_VERSION_GE(version, FI_VERSION(1, 5)) && h.mode && !(h.mode & FI_LOCAL_MR))
         NO_MATCH("rx mode lacks FI_LOCAL_MR\n");
@@ -125,7 +131,11 @@ int check_mr_mode(const fi_info &h, uint32_t version) {
         if (mr & (FI_MR_BASIC | FI_MR_SCALABLE)) NO_MATCH("FI_MR_BASIC/SCALABLE mixed\n");
         if (mr && (mr & (FI_MR_LOCAL | FI_MR_ALLOCATED)) != (FI_MR_LOCAL | FI_MR_ALLOCATED))
             NO_MATCH("mr_mode must include FI_MR_LOCAL and FI_MR_ALLOCATED\n");
-        if (!mr && !(h.mode & FI_LOCAL_MR)) NO_MATCH("local registration is required\n");
+        // A domain_attr with mr_mode 0 says the application handles no MR mode (as
+        // libfabric's own check); without a domain_attr (utility providers asking for
+        // their core, ofi_rxd), FI_LOCAL_MR in mode is enough.
+        if (!mr && (h.domain_attr || !(h.mode & FI_LOCAL_MR)))
+            NO_MATCH("local registration is required: mr_mode FI_MR_LOCAL | FI_MR_ALLOCATED\n");
     } else {
         if (mr != FI_MR_UNSPEC && mr != FI_MR_BASIC) NO_MATCH("mr_mode must be basic\n");
         if (!(h.mode & FI_LOCAL_MR)) NO_MATCH("mode must contain FI_LOCAL_MR\n");

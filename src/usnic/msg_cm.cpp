@@ -88,37 +88,35 @@ void post_cm(Eq *eq, uint32_t event, RudpEp &ep, const uint8_t *data, size_t len
     eq->post(event, buf, sizeof(e) + len);
 }
 
-// After FI_CONNECTED: the peer closing its end is our FI_SHUTDOWN.
-void watch_for_shutdown(RudpEp &ep) {
-    ep.domain().fabric().poller().add(ep.cm_fd, POLLIN, [&ep](short) {
+// After FI_CONNECTED: the peer closing its end is our FI_SHUTDOWN. Handlers use the fd
+// they were registered for: msg_cm_close may take ep.cm_fd meanwhile (and then waits
+// for them in Poller::remove before closing it).
+void watch_for_shutdown(RudpEp &ep, int fd) {
+    ep.domain().fabric().poller().add(fd, POLLIN, [&ep, fd](short) {
         char b[64];
-        ssize_t n = recv(ep.cm_fd, b, sizeof(b), MSG_DONTWAIT);
+        ssize_t n = recv(fd, b, sizeof(b), MSG_DONTWAIT);
         if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR))) return;
-        ep.domain().fabric().poller().remove(ep.cm_fd);
-        if (ep.conn() == RudpEp::Conn::kConnected) {
-            ep.set_shutdown();
-            post_cm(ep.eq(), FI_SHUTDOWN, ep, nullptr, 0);
-        }
+        ep.domain().fabric().poller().remove(fd);
+        if (ep.end_connection()) post_cm(ep.eq(), FI_SHUTDOWN, ep, nullptr, 0);
     });
 }
 
-void on_reply(RudpEp &ep, std::vector<uint8_t> &buf, short) {
-    int r = read_cm_msg(ep.cm_fd, buf);
+void on_reply(RudpEp &ep, int fd, std::vector<uint8_t> &buf) {
+    int r = read_cm_msg(fd, buf);
     if (r == 0) return;
-    Poller &poller = ep.domain().fabric().poller();
-    poller.remove(ep.cm_fd);
+    ep.domain().fabric().poller().remove(fd);
     CmMsg m{};
     if (r > 0) std::memcpy(&m, buf.data(), sizeof(m));
     const uint8_t *data = buf.data() + sizeof(CmMsg);
     size_t len = r > 0 ? ntohl(m.datalen) : 0;
     if (r < 0 || m.result != 0) {
+        ep.set_refused();
+        int mine = fd;  // ours to close unless msg_cm_close took it already
+        if (ep.cm_fd.compare_exchange_strong(mine, -1)) close(fd);
         fi_eq_err_entry e{};
         e.fid = &ep.fid()->fid;
         e.err = FI_ECONNREFUSED;
         ep.eq()->post_error(e, data, len);
-        close(ep.cm_fd);
-        ep.cm_fd = -1;
-        ep.set_shutdown();
         return;
     }
     sockaddr_in peer{};
@@ -126,8 +124,8 @@ void on_reply(RudpEp &ep, std::vector<uint8_t> &buf, short) {
     peer.sin_addr.s_addr = m.ip_be;
     peer.sin_port = m.port_be;
     ep.set_connected(peer);
+    watch_for_shutdown(ep, fd);
     post_cm(ep.eq(), FI_CONNECTED, ep, data, len);
-    watch_for_shutdown(ep);
 }
 
 int check_cm_call(RudpEp &ep, size_t paramlen) {
@@ -135,8 +133,33 @@ int check_cm_call(RudpEp &ep, size_t paramlen) {
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "private data of %zu bytes, at most %zu\n", paramlen,
                   kCmDataMax);
     if (!ep.eq()) SN_REJECT(-FI_ENOEQ, FI_LOG_EP_CTRL, "bind an EQ first\n");
-    if (!ep.enabled()) return ep.enable();
-    return 0;
+    return ep.enable_once();
+}
+
+// A connecting TCP socket, bound to the adopted passive endpoint's address if any; the
+// endpoint's name becomes its local address. A socket or -errno.
+int open_cm_socket(RudpEp &ep, const sockaddr_in &to) {
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (s < 0) return -errno;
+    int one = 1;
+    setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    const sockaddr_in *mine = ep.adopted_name();
+    if (mine && ::bind(s, reinterpret_cast<const sockaddr *>(mine), sizeof(*mine))) {
+        int err = errno;
+        close(s);
+        SN_REJECT(-err, FI_LOG_EP_CTRL, "bind %s: %s\n", to_string(*mine).c_str(), strerror(err));
+    }
+    if (connect(s, reinterpret_cast<const sockaddr *>(&to), sizeof(to)) && errno != EINPROGRESS) {
+        int err = errno;
+        close(s);
+        SN_REJECT(-err, FI_LOG_EP_CTRL, "connect %s: %s\n", to_string(to).c_str(), strerror(err));
+    }
+    sockaddr_in name{};
+    socklen_t len = sizeof(name);
+    getsockname(s, reinterpret_cast<sockaddr *>(&name), &len);
+    ep.set_cm_name(name);
+    return s;
 }
 
 int cm_connect(fid_ep *f, const void *addr, const void *param, size_t paramlen) {
@@ -148,59 +171,66 @@ int cm_connect(fid_ep *f, const void *addr, const void *param, size_t paramlen) 
         SN_REJECT(-FI_EISCONN, FI_LOG_EP_CTRL, "endpoint already connecting or connected\n");
     int ret = check_cm_call(ep, paramlen);
     if (ret) return ret;
-    int s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (s < 0) return -errno;
-    int one = 1;
-    setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    if (connect(s, reinterpret_cast<sockaddr *>(&to), sizeof(to)) && errno != EINPROGRESS) {
-        int err = errno;
+    int s = open_cm_socket(ep, to);
+    if (s < 0) return s;
+    if (!ep.start_connecting()) {
         close(s);
-        SN_REJECT(-err, FI_LOG_EP_CTRL, "connect %s: %s\n", to_string(to).c_str(), strerror(err));
+        SN_REJECT(-FI_EISCONN, FI_LOG_EP_CTRL, "endpoint already connecting or connected\n");
     }
     ep.cm_fd = s;
-    ep.set_connecting();
     std::vector<uint8_t> data(static_cast<const uint8_t *>(param),
                               static_cast<const uint8_t *>(param) + (param ? paramlen : 0));
     auto buf = std::make_shared<std::vector<uint8_t>>();
-    ep.domain().fabric().poller().add(s, POLLOUT, [&ep, data, buf](short ev) {
+    ep.domain().fabric().poller().add(s, POLLOUT, [&ep, s, data, buf](short ev) {
         int err = 0;
         socklen_t l = sizeof(err);
-        getsockopt(ep.cm_fd, SOL_SOCKET, SO_ERROR, &err, &l);
+        getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &l);
         if (err || (ev & (POLLERR | POLLHUP)) ||
-            !write_cm_msg(ep.cm_fd, make_msg(ep, 0, data.size()), data.data(), data.size())) {
-            on_reply(ep, *buf, ev);  // reads the failure and reports it
+            !write_cm_msg(s, make_msg(ep, 0, data.size()), data.data(), data.size())) {
+            on_reply(ep, s, *buf);  // reads the failure and reports it
             return;
         }
-        ep.domain().fabric().poller().add(ep.cm_fd, POLLIN,
-                                          [&ep, buf](short e) { on_reply(ep, *buf, e); });
+        ep.domain().fabric().poller().add(s, POLLIN,
+                                          [&ep, s, buf](short) { on_reply(ep, s, *buf); });
     });
     return 0;
 }
 
 int cm_accept(fid_ep *f, const void *param, size_t paramlen) {
     auto &ep = static_cast<RudpEp &>(*Endpoint::of(f));
-    if (!ep.connreq()) SN_REJECT(-FI_ENOTCONN, FI_LOG_EP_CTRL, "no connection request to accept\n");
+    if (!ep.has_connreq())
+        SN_REJECT(-FI_ENOTCONN, FI_LOG_EP_CTRL, "no connection request to accept\n");
     int ret = check_cm_call(ep, paramlen);
     if (ret) return ret;
     std::unique_ptr<ConnReq> req = ep.take_connreq();
-    if (!write_cm_msg(req->sock, make_msg(ep, 0, paramlen), param, param ? paramlen : 0))
-        SN_REJECT(-FI_ECONNABORTED, FI_LOG_EP_CTRL, "the client went away\n");
-    ep.cm_fd = req->sock;
-    req->sock = -1;
+    if (!req) SN_REJECT(-FI_ENOTCONN, FI_LOG_EP_CTRL, "the request was accepted already\n");
+    // Connected, and FI_CONNECTED queued, before the reply leaves: the client may send,
+    // or connect another endpoint (whose FI_CONNREQ may land on this same EQ), as soon
+    // as it reads the reply.
     ep.set_connected(req->peer);
+    int fd = req->sock;
+    req->sock = -1;
+    ep.cm_fd = fd;
     post_cm(ep.eq(), FI_CONNECTED, ep, nullptr, 0);
-    watch_for_shutdown(ep);
+    if (!write_cm_msg(fd, make_msg(ep, 0, paramlen), param, param ? paramlen : 0)) {
+        SN_WARN(FI_LOG_EP_CTRL, "the client went away before the reply\n");
+        if (ep.end_connection()) post_cm(ep.eq(), FI_SHUTDOWN, ep, nullptr, 0);
+        return 0;
+    }
+    watch_for_shutdown(ep, fd);
     return 0;
 }
 
+// Each connected endpoint gets one FI_SHUTDOWN: here, or earlier from the peer's.
 int cm_shutdown(fid_ep *f, uint64_t) {
     auto &ep = static_cast<RudpEp &>(*Endpoint::of(f));
+    if (ep.end_connection()) {
+        msg_cm_close(ep);  // the peer learns first
+        post_cm(ep.eq(), FI_SHUTDOWN, ep, nullptr, 0);
+        return 0;
+    }
     if (ep.conn() == RudpEp::Conn::kShutdown) return 0;  // the peer shut down first
-    if (ep.conn() != RudpEp::Conn::kConnected)
-        SN_REJECT(-FI_ENOTCONN, FI_LOG_EP_CTRL, "endpoint is not connected\n");
-    ep.set_shutdown();
-    msg_cm_close(ep);
-    return 0;
+    SN_REJECT(-FI_ENOTCONN, FI_LOG_EP_CTRL, "endpoint is not connected\n");
 }
 
 int cm_getname(fid *f, void *addr, size_t *addrlen) {
@@ -227,11 +257,15 @@ fi_ops_cm make_ops() {
 fi_ops_cm ep_cm_ops_msg = make_ops();
 
 void msg_cm_close(RudpEp &ep) {
-    if (ep.cm_fd < 0) return;
-    ep.domain().fabric().poller().remove(ep.cm_fd);
-    ::shutdown(ep.cm_fd, SHUT_RDWR);
-    close(ep.cm_fd);
-    ep.cm_fd = -1;
+    Poller &poller = ep.domain().fabric().poller();
+    int fd = ep.cm_fd.exchange(-1);
+    if (fd < 0) {
+        poller.sync();  // a refusal's handler that closed it may still be posting
+        return;
+    }
+    poller.remove(fd);  // waits for a handler of fd that is running
+    ::shutdown(fd, SHUT_RDWR);
+    close(fd);
 }
 
 }  // namespace softnic::usnic

@@ -35,7 +35,8 @@ constexpr uint32_t kCmMagic = 0x55534e43;  // "USNC"
 struct ConnReq {
     fid fid_{};  // first: the application holds &fid_
     int sock = -1;
-    sockaddr_in peer{};  // the client's data address
+    sockaddr_in peer{};   // the client's data address
+    sockaddr_in local{};  // our end of the TCP connection: the accepting endpoint's name
     Fabric *fabric = nullptr;
     std::vector<uint8_t> in;  // bytes of the request read so far
     bool adopted = false;

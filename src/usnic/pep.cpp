@@ -75,7 +75,21 @@ fi_ops_ep make_ep_ops() {
     return o;
 }
 fi_ops_cm pep_cm_ops = make_cm_ops();
+
 fi_ops_ep pep_ep_ops = make_ep_ops();
+
+// Replaces an fi_info address (malloc'ed, as fi_freeinfo frees it) with `a`.
+bool put_addr(uint32_t format, const sockaddr_in &a, void *&addr, size_t &addrlen) {
+    free(addr);
+    addr = nullptr;
+    addrlen = 0;
+    uint8_t tmp[kAddrStrMax + 1];
+    size_t len = sizeof(tmp);
+    if (to_user(format, a, tmp, &len) != 0 || !(addr = malloc(len))) return false;
+    std::memcpy(addr, tmp, len);
+    addrlen = len;
+    return true;
+}
 
 }  // namespace
 
@@ -177,6 +191,8 @@ void Pep::on_listen_ready() {
     req->fid_.fclass = FI_CLASS_CONNREQ;
     req->sock = s;
     req->fabric = fabric_;
+    socklen_t len = sizeof(req->local);
+    getsockname(s, reinterpret_cast<sockaddr *>(&req->local), &len);
     reading_.push_back(req);
     fabric_->poller().add(s, POLLIN, [this, req](short) { on_request_bytes(req); });
 }
@@ -197,19 +213,13 @@ void Pep::on_request_bytes(ConnReq *req) {
     req->peer.sin_addr.s_addr = m.ip_be;
     req->peer.sin_port = m.port_be;
     fi_info *info = fi_dupinfo(info_);
-    if (!info) {
+    // src: the address the request came in on (the passive endpoint may have been
+    // opened without one); dest: the client's data address.
+    if (!info || !put_addr(info->addr_format, req->local, info->src_addr, info->src_addrlen) ||
+        !put_addr(info->addr_format, req->peer, info->dest_addr, info->dest_addrlen)) {
+        fi_freeinfo(info);
         delete req;
         return;
-    }
-    free(info->dest_addr);
-    info->dest_addr = nullptr;
-    info->dest_addrlen = 0;
-    uint8_t dest[kAddrStrMax + 1];
-    size_t dlen = sizeof(dest);
-    if (to_user(info->addr_format, req->peer, dest, &dlen) == 0 &&
-        (info->dest_addr = malloc(dlen))) {
-        std::memcpy(info->dest_addr, dest, dlen);
-        info->dest_addrlen = dlen;
     }
     info->handle = &req->fid_;
     size_t datalen = ntohl(m.datalen);

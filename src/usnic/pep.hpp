@@ -29,6 +29,8 @@ class Pep {
     int getname(void *addr, size_t *addrlen);
     int reject(fid_t handle, const void *param, size_t paramlen);
     int getopt(int level, int name, void *optval, size_t *optlen);
+    // The address set by fi_setname or fi_listen (what fi_getname reports).
+    const sockaddr_in &name() const { return addr_; }
 
   private:
     void on_listen_ready();

@@ -46,6 +46,10 @@ void Poller::remove(int fd) {
     wake();
 }
 
+void Poller::sync() {
+    std::lock_guard<std::recursive_mutex> g(lock_);
+}
+
 void Poller::run() {
     std::vector<pollfd> set;
     for (;;) {

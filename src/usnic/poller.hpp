@@ -22,6 +22,8 @@ class Poller {
     // Stop watching fd. Returns once no handler of fd runs any more (a handler may
     // remove its own fd).
     void remove(int fd);
+    // Returns once no handler runs (one may have been running when called).
+    void sync();
 
   private:
     void run();

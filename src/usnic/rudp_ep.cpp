@@ -15,6 +15,7 @@
 #include "usnic/domain.hpp"
 #include "usnic/msg_cm.hpp"
 #include "usnic/params.hpp"
+#include "usnic/pep.hpp"
 
 namespace softnic::usnic {
 
@@ -22,15 +23,28 @@ using transport::udp::Channel;
 
 int RudpEp::create(Domain *domain, const fi_info &info, void *context, Endpoint *&out) {
     std::unique_ptr<ConnReq> req;
+    const sockaddr_in *pep_name = nullptr;
     if (info.handle) {
-        if (info.ep_attr->type != FI_EP_MSG || info.handle->fclass != FI_CLASS_CONNREQ)
+        bool msg = info.ep_attr->type == FI_EP_MSG;
+        if (msg && info.handle->fclass == FI_CLASS_PEP) {
+            // The endpoint takes the passive endpoint's address as its own (upstream
+            // takes over its socket); fi_connect binds there.
+            pep_name = &Pep::of(reinterpret_cast<fid_pep *>(info.handle))->name();
+        } else if (msg && info.handle->fclass == FI_CLASS_CONNREQ) {
+            req = adopt_connreq(info.handle);
+            if (!req) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "connection request already used\n");
+        } else {
             SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL,
-                      "the info's handle must be a connection request\n");
-        req = adopt_connreq(info.handle);
-        if (!req) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "connection request already used\n");
+                      "the info's handle must be a passive endpoint or a connection request\n");
+        }
     }
     auto *ep = new RudpEp(domain, info, context);
+    if (req) ep->set_cm_name(req->local);
     ep->connreq_ = std::move(req);
+    if (pep_name) {
+        ep->adopted_name_ = *pep_name;
+        ep->adopted_ = true;
+    }
     if (info.src_addr && info.ep_attr->type == FI_EP_RDM) {
         sockaddr_in a{};
         if (from_user(info.addr_format, info.src_addr, a)) ep->bind_port_be_ = a.sin_port;
@@ -46,7 +60,13 @@ RudpEp::RudpEp(Domain *domain, const fi_info &info, void *context)
 
 RudpEp::~RudpEp() = default;
 
+bool RudpEp::has_connreq() const {
+    SpinGuard g(lock_);
+    return connreq_ != nullptr;
+}
+
 std::unique_ptr<ConnReq> RudpEp::take_connreq() {
+    SpinGuard g(lock_);
     return std::move(connreq_);
 }
 
@@ -76,10 +96,31 @@ void RudpEp::shutdown_io() {
 }
 
 uint16_t RudpEp::udp_port_be() const {
-    return local_name().sin_port;
+    return udp_name().sin_port;
 }
 
+void RudpEp::set_cm_name(const sockaddr_in &a) {
+    SpinGuard g(lock_);
+    cm_name_ = a;
+    has_cm_name_ = true;
+}
+
+// MSG: the connection's (TCP) address, as upstream; before there is one, the adopted
+// passive endpoint's, else the device's with port 0. RDM: the UDP socket's.
 sockaddr_in RudpEp::local_name() const {
+    if (type_ == FI_EP_MSG) {
+        SpinGuard g(lock_);
+        if (has_cm_name_) return cm_name_;
+        if (adopted_) return adopted_name_;
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = domain_->device().ip_be;
+        return a;
+    }
+    return udp_name();
+}
+
+sockaddr_in RudpEp::udp_name() const {
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = domain_->device().ip_be;
@@ -98,7 +139,8 @@ void RudpEp::set_connected(const sockaddr_in &peer) {
 
 Channel *RudpEp::channel_for(fi_addr_t addr) {
     if (type_ == FI_EP_MSG) return conn_.load() == Conn::kConnected ? peer_ch_ : nullptr;
-    const sockaddr_in *a = av_ ? av_->peer(addr) : nullptr;
+    UAv *v = av();
+    const sockaddr_in *a = v ? v->peer(addr) : nullptr;
     return a ? udp_->link_to(ntohl(a->sin_addr.s_addr), ntohs(a->sin_port)) : nullptr;
 }
 
@@ -205,7 +247,7 @@ bool RudpEp::deliver_from(const uint8_t *pkt, size_t len, transport::Link &from)
     size_t plen = len - sizeof(h);
     // An MSG client learns its peer when the reply to its request arrives; the accepting
     // side may send first: hold such data in the channel until then.
-    if (type_ == FI_EP_MSG && &ch != peer_ch_ && conn_.load() == Conn::kConnecting) return false;
+    if (type_ == FI_EP_MSG && !peer_ch_) return false;
     if (h.type != uint8_t(RudpType::kData) || h.version != kRudpVersion || h.offset > h.msg_len ||
         plen > h.msg_len - h.offset || (type_ == FI_EP_MSG && &ch != peer_ch_)) {
         malformed_++;
@@ -255,7 +297,8 @@ void RudpEp::complete_rx(Reasm &r, Channel &from) {
         push_rx_error(r.rx.context, FI_ETRUNC, r.rx.cap, r.msg_len - r.rx.cap);
         return;
     }
-    fi_addr_t src = av_ ? av_->reverse_of(from.peer()) : FI_ADDR_NOTAVAIL;
+    UAv *v = av();
+    fi_addr_t src = v ? v->reverse_of(from.peer()) : FI_ADDR_NOTAVAIL;
     push_rx(r.rx.context, r.msg_len, src);
 }
 

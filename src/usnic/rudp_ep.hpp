@@ -29,7 +29,6 @@ class RudpEp final : public Endpoint,
     static int create(Domain *domain, const fi_info &info, void *context, Endpoint *&out);
     RudpEp(Domain *domain, const fi_info &info, void *context);
     ~RudpEp() override;
-    int enable() override;
     ssize_t send(const Op &op) override;
     ssize_t recv(const Op &op) override;
     ssize_t size_left(bool tx) override;
@@ -48,15 +47,32 @@ class RudpEp final : public Endpoint,
     // MSG connection state (msg_cm.cpp).
     enum class Conn { kIdle, kConnecting, kConnected, kShutdown };
     Conn conn() const { return conn_.load(); }
-    void set_connecting() { conn_.store(Conn::kConnecting); }
+    // kIdle -> kConnecting; false when another call got there first.
+    bool start_connecting() {
+        Conn idle = Conn::kIdle;
+        return conn_.compare_exchange_strong(idle, Conn::kConnecting);
+    }
     void set_connected(const sockaddr_in &peer);
-    void set_shutdown() { conn_.store(Conn::kShutdown); }
-    ConnReq *connreq() { return connreq_.get(); }
+    // kConnected -> kShutdown: true for the one caller that ends the connection, which
+    // posts the endpoint's single FI_SHUTDOWN (the local fi_shutdown or the peer's).
+    bool end_connection() {
+        Conn c = Conn::kConnected;
+        return conn_.compare_exchange_strong(c, Conn::kShutdown);
+    }
+    void set_refused() { conn_.store(Conn::kShutdown); }
+    bool has_connreq() const;
+    // The pending request, or null when another call took it.
     std::unique_ptr<ConnReq> take_connreq();
-    int cm_fd = -1;  // the connection-management TCP socket
+    std::atomic<int> cm_fd{-1};  // the connection-management TCP socket; -1 once closed
     uint16_t udp_port_be() const;
+    // The connection's address, as fi_getname reports it: set once the TCP socket exists.
+    void set_cm_name(const sockaddr_in &a);
+    // Where fi_connect binds its TCP socket: the address of the passive endpoint this
+    // endpoint was created from (info->handle), if any.
+    const sockaddr_in *adopted_name() const { return adopted_ ? &adopted_name_ : nullptr; }
 
   private:
+    int enable() override;
     struct TxOp {
         iovec iov[8];
         size_t count = 0;
@@ -78,6 +94,7 @@ class RudpEp final : public Endpoint,
         uint32_t msg_len = 0, got = 0;
     };
     sockaddr_in local_name() const override;
+    sockaddr_in udp_name() const;
     void progress_locked();
     bool pump(TxOp &op);
     void reap();
@@ -85,7 +102,7 @@ class RudpEp final : public Endpoint,
     void complete_rx(Reasm &r, transport::udp::Channel &from);
     transport::udp::Channel *channel_for(fi_addr_t addr);
 
-    SpinLock lock_;
+    mutable SpinLock lock_;  // every data call and progress; getname reads the CM name
     std::unique_ptr<transport::udp::UdpEndpoint> udp_;
     uint16_t bind_port_be_ = 0;
     std::list<TxOp> tx_;   // in posting order (stable: packets reference inject copies)
@@ -95,6 +112,8 @@ class RudpEp final : public Endpoint,
     std::atomic<Conn> conn_{Conn::kIdle};
     transport::udp::Channel *peer_ch_ = nullptr;
     std::unique_ptr<ConnReq> connreq_;
+    sockaddr_in cm_name_{}, adopted_name_{};
+    bool has_cm_name_ = false, adopted_ = false;
     std::atomic<uint64_t> app_calls_{0};
     std::atomic<bool> work_{false};
     bool offloaded_ = false;

@@ -129,6 +129,29 @@ TEST_P(EndpointTest, AvBindRules) {
     e.reset();
 }
 
+// An AV may come after fi_enable (ofi_rxd binds its core's AV so); CQs may not.
+TEST_P(EndpointTest, AvBindAfterEnable) {
+    if (kind() == Kind::msg) return;
+    EpOpts o;
+    o.av = false;
+    auto e = endpoint(kind(), o);
+    Fid<fid_cq> cq = open_cq(FI_CQ_FORMAT_MSG);
+    EXPECT_RC(-FI_EOPBADSTATE, fi_ep_bind(e->ep.get(), cq.fid(), FI_TRANSMIT));
+    e->av = open_av();
+    ASSERT_OK(fi_ep_bind(e->ep.get(), e->av.fid(), 0));
+    EXPECT_RC(-FI_EINVAL, fi_ep_bind(e->ep.get(), e->av.fid(), 0)) << "second AV";
+    // The AV is in use at once: a send to one of its addresses leaves.
+    UdpSocket sock;
+    const fi_addr_t dest = av_insert(e->av.get(), sock.addr());
+    std::vector<uint8_t> msg(e->prefix() + 8, 0x5a);
+    ASSERT_OK(fi_send(e->ep.get(), msg.data(), msg.size(), nullptr, dest, nullptr));
+    if (kind() == Kind::dgram) {
+        uint8_t in[64];
+        EXPECT_EQ(sock.recv_from(in, sizeof(in), nullptr), 8);
+    }
+    e.reset();
+}
+
 TEST_P(EndpointTest, CloseBoundCqIsBusy) {
     auto e = endpoint(kind());
     EXPECT_RC(-FI_EBUSY, e->tx_cq.close());
@@ -195,6 +218,10 @@ TEST_F(DomainTest, MemoryRegistration) {
     EXPECT_RC(-FI_EBADFLAGS,
               USNICT_OPEN(mr, fi_mr_reg(domain(), buf.data(), buf.size(), FI_SEND | FI_RECV, 0, 0,
                                         FI_RMA_EVENT, OUT, nullptr)));
+    // libfabric's own "do not cache" flag (bit 60), which ofi_rxd passes, is accepted.
+    EXPECT_OK(USNICT_OPEN(mr, fi_mr_reg(domain(), buf.data(), buf.size(), FI_SEND | FI_RECV, 0, 0,
+                                        1ULL << 60, OUT, nullptr)));
+    EXPECT_OK(mr.close());
     iovec iov[2] = {{buf.data(), 100}, {buf.data() + 200, 100}};
     EXPECT_RC(-FI_EINVAL,
               USNICT_OPEN(mr, fi_mr_regv(domain(), iov, 2, FI_SEND, 0, 0, 0, OUT, nullptr)));

@@ -2,8 +2,10 @@
 // hints, for old API versions, and the hints that must match nothing.
 #include <arpa/inet.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <string>
 
 #include "fixture.hpp"
 
@@ -12,6 +14,9 @@ using namespace usnict;
 namespace {
 
 constexpr uint64_t kCaps = FI_MSG | FI_SOURCE | FI_SEND | FI_RECV;
+// fi_getinfo(3) splits caps by direction: FI_SOURCE and FI_RECV are receive caps.
+constexpr uint64_t kTxCaps = FI_MSG | FI_SEND;
+constexpr uint64_t kRxCaps = FI_MSG | FI_RECV | FI_SOURCE;
 
 const fi_info *first_of(const GetinfoResult &r, fi_ep_type type) {
     for (const fi_info *i : r.usnic)
@@ -41,8 +46,8 @@ void expect_common(const fi_info *i) {
     EXPECT_STREQ(i->fabric_attr->name, "127.0.0.0/8");
     EXPECT_STREQ(i->domain_attr->name, "usnic_0");
     EXPECT_EQ(i->caps, kCaps);
-    EXPECT_EQ(i->tx_attr->caps, kCaps);
-    EXPECT_EQ(i->rx_attr->caps, kCaps);
+    EXPECT_EQ(i->tx_attr->caps, kTxCaps);
+    EXPECT_EQ(i->rx_attr->caps, kRxCaps);
     EXPECT_EQ(i->addr_format, static_cast<uint32_t>(FI_SOCKADDR_IN));
     EXPECT_EQ(i->domain_attr->caps, FI_LOCAL_COMM | FI_REMOTE_COMM);
     EXPECT_EQ(i->domain_attr->av_type, FI_AV_MAP);
@@ -52,9 +57,7 @@ void expect_common(const fi_info *i) {
     EXPECT_EQ(i->domain_attr->control_progress, FI_PROGRESS_AUTO);
     EXPECT_EQ(i->domain_attr->data_progress, FI_PROGRESS_MANUAL);
     EXPECT_EQ(i->domain_attr->resource_mgmt, FI_RM_DISABLED);
-    EXPECT_EQ(i->tx_attr->msg_order, FI_ORDER_NONE);
     EXPECT_EQ(i->tx_attr->comp_order, FI_ORDER_NONE);
-    EXPECT_EQ(i->rx_attr->msg_order, FI_ORDER_NONE);
     EXPECT_EQ(i->rx_attr->comp_order, FI_ORDER_NONE);
     EXPECT_EQ(i->tx_attr->rma_iov_limit, 0u);
     EXPECT_EQ(i->ep_attr->tx_ctx_cnt, 1u);
@@ -93,6 +96,8 @@ TEST(GetinfoTest, NoHintsDgramAttributes) {
     EXPECT_EQ(i->rx_attr->size, kDgramSize);
     EXPECT_EQ(i->rx_attr->total_buffered_recv, 0u);
     EXPECT_EQ(i->domain_attr->threading, FI_THREAD_ENDPOINT);
+    EXPECT_EQ(i->tx_attr->msg_order, FI_ORDER_NONE) << "UDP may reorder";
+    EXPECT_EQ(i->rx_attr->msg_order, FI_ORDER_NONE);
     EXPECT_EQ(i->ep_attr->mem_tag_format, 0u);
     const auto *sin = static_cast<const sockaddr_in *>(i->src_addr);
     EXPECT_EQ(port_of(*sin), 0);
@@ -116,6 +121,72 @@ TEST(GetinfoTest, NoHintsMsgAndRdmAttributes) {
         EXPECT_EQ(i->rx_attr->iov_limit, 8u);
         EXPECT_EQ(i->tx_attr->size, depth);
         EXPECT_EQ(i->rx_attr->size, depth);
+        EXPECT_EQ(i->domain_attr->threading, FI_THREAD_SAFE) << "every call takes a lock";
+        EXPECT_EQ(i->tx_attr->msg_order, FI_ORDER_SAS) << "each peer's messages in order";
+        EXPECT_EQ(i->rx_attr->msg_order, FI_ORDER_SAS);
+    }
+}
+
+// MSG/RDM take every threading level and echo it; DGRAM all but FI_THREAD_SAFE.
+TEST(GetinfoTest, ThreadingHintsAreEchoed) {
+    const fi_threading levels[] = {FI_THREAD_ENDPOINT, FI_THREAD_FID, FI_THREAD_COMPLETION,
+                                   FI_THREAD_DOMAIN, FI_THREAD_SAFE};
+    for (fi_ep_type type : {FI_EP_DGRAM, FI_EP_MSG, FI_EP_RDM}) {
+        for (fi_threading t : levels) {
+            SCOPED_TRACE(std::string(fi_tostr(&type, FI_TYPE_EP_TYPE)) + " " +
+                         fi_tostr(&t, FI_TYPE_THREADING));
+            InfoPtr h = usnic_hints(type);
+            h->domain_attr->threading = t;
+            GetinfoResult r = getinfo(h.get());
+            if (type == FI_EP_DGRAM && t == FI_THREAD_SAFE) {
+                EXPECT_TRUE(r.usnic.empty()) << "DGRAM is not FI_THREAD_SAFE (as upstream)";
+                continue;
+            }
+            ASSERT_OK(r.rc);
+            ASSERT_EQ(r.usnic.size(), 1u);
+            EXPECT_EQ(r.usnic[0]->domain_attr->threading, t);
+        }
+    }
+}
+
+// FI_ORDER_SAS is what MSG/RDM offer; nothing else, and nothing on DGRAM.
+TEST(GetinfoTest, OrderingHints) {
+    for (fi_ep_type type : {FI_EP_MSG, FI_EP_RDM}) {
+        SCOPED_TRACE(fi_tostr(&type, FI_TYPE_EP_TYPE));
+        InfoPtr h = usnic_hints(type);
+        h->tx_attr->msg_order = h->rx_attr->msg_order = FI_ORDER_SAS;
+        GetinfoResult r = getinfo(h.get());
+        ASSERT_OK(r.rc);
+        ASSERT_EQ(r.usnic.size(), 1u);
+        EXPECT_EQ(r.usnic[0]->tx_attr->msg_order, FI_ORDER_SAS);
+        h->tx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_RAW;
+        EXPECT_TRUE(getinfo(h.get()).usnic.empty()) << "RAW is an RMA ordering";
+        h->tx_attr->msg_order = FI_ORDER_SAS;
+        h->rx_attr->comp_order = FI_ORDER_STRICT;
+        EXPECT_TRUE(getinfo(h.get()).usnic.empty()) << "completions are not ordered";
+    }
+}
+
+// libfabric's utility providers (ofi_rxd) ask for their core with no domain_attr;
+// FI_LOCAL_MR in mode then stands for FI_MR_LOCAL.
+TEST(GetinfoTest, HintsWithoutDomainAttrNeedOnlyLocalMrMode) {
+    InfoPtr h = usnic_hints(FI_EP_DGRAM, FI_LOCAL_MR | FI_MSG_PREFIX);
+    free(h->domain_attr);
+    h->domain_attr = nullptr;
+    GetinfoResult r = getinfo(h.get());
+    ASSERT_OK(r.rc);
+    ASSERT_EQ(r.usnic.size(), 1u);
+    EXPECT_EQ(r.usnic[0]->domain_attr->mr_mode, FI_MR_LOCAL | FI_MR_ALLOCATED);
+}
+
+// Remote CQ data (fi_senddata) does not exist natively: no usnic info for any type.
+// (RDM hints may still match "usnic;ofi_rxd", which supplies it over DGRAM.)
+TEST(GetinfoTest, CqDataSizeMatchesNoNativeInfo) {
+    for (fi_ep_type type : {FI_EP_DGRAM, FI_EP_MSG, FI_EP_RDM}) {
+        SCOPED_TRACE(fi_tostr(&type, FI_TYPE_EP_TYPE));
+        InfoPtr h = usnic_hints(type);
+        h->domain_attr->cq_data_size = 4;
+        EXPECT_TRUE(getinfo(h.get()).usnic.empty());
     }
 }
 
@@ -346,6 +417,15 @@ const BadHint kBadHints[] = {
          h.mode = 0;
          h.domain_attr->mr_mode = 0;
      }},
+    // At API 1.5 and later a domain_attr's mr_mode 0 says "no MR mode handled", even
+    // with FI_LOCAL_MR in mode (libfabric's own rule; fi_getinfo_test mr_mode6).
+    {"mr_mode_0_with_local_mr_mode", FI_EP_DGRAM,
+     [](fi_info &h) {
+         h.mode = FI_LOCAL_MR;
+         h.domain_attr->mr_mode = 0;
+     }},
+    {"cq_data_size", FI_EP_MSG, [](fi_info &h) { h.domain_attr->cq_data_size = 4; }},
+    {"dgram_msg_order_sas", FI_EP_DGRAM, [](fi_info &h) { h.rx_attr->msg_order = FI_ORDER_SAS; }},
 };
 
 std::string bad_hint_name(const ::testing::TestParamInfo<BadHint> &info) {
