@@ -31,8 +31,10 @@ export FI_PROVIDER_PATH=$work/root$provdir
 fi_info -p cxi | grep -q "provider: cxi" || fail "the packaged cxi plugin does not load"
 FI_USNIC_IFACES=lo fi_info -p usnic | grep -q "provider: usnic" ||
     fail "the packaged usnic plugin does not load"
-man -l "$work/root/usr/share/man/man7/fi_cxi.7" 2>/dev/null | grep -q "ADDRESSING\|SOFT NICS" ||
-    fail "fi_cxi.7 does not render"
+if command -v man >/dev/null; then
+    man -l "$work/root/usr/share/man/man7/fi_cxi.7" 2>/dev/null | grep -q "SOFT NICS" ||
+        fail "fi_cxi.7 does not render"
+fi
 ok "the unpacked plugins load; the man page renders"
 
 if [ "${SOFTNIC_PACKAGE_INSTALL:-0}" = 1 ] && [ "$(id -u)" = 0 ]; then
