@@ -26,6 +26,11 @@ extern "C" {
 #define IFNAMSIZ IF_NAMESIZE
 #endif
 
+/* libfabric 2.x headers no longer define it; the value of 1.x. */
+#ifndef FI_PROV_SPECIFIC
+#define FI_PROV_SPECIFIC (1U << 31)
+#endif
+
 /* ep_attr->protocol of the reliable (FI_EP_MSG / FI_EP_RDM) endpoints. */
 #define FI_PROTO_RUDP (100U | FI_PROV_SPECIFIC)
 

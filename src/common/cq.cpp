@@ -1,6 +1,7 @@
 #include "common/cq.hpp"
 
 #include "common/deadline.hpp"
+#include "common/fi_api.hpp"
 
 #include <cstring>
 
@@ -92,13 +93,13 @@ int Cq::check_attr(const fi_cq_attr &attr) {
     return 0;
 }
 
-Cq::Cq(fid_domain *domain, const fi_cq_attr &attr, size_t default_size, void *context,
+Cq::Cq(uint32_t api_version, const fi_cq_attr &attr, size_t default_size, void *context,
        ProvStrError prov_strerror)
-    : format_(attr.format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_CONTEXT : attr.format),
+    : api_version_(api_version),
+      format_(attr.format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_CONTEXT : attr.format),
       entry_size_(entry_size_of(format_)),
       prov_strerror_(prov_strerror),
       ring_(attr.size ? attr.size : default_size) {
-    (void)domain;
     handle_.owner = this;
     handle_.fid.fid.fclass = FI_CLASS_CQ;
     handle_.fid.fid.context = context;
@@ -165,7 +166,7 @@ ssize_t Cq::readerr(fi_cq_err_entry *out, uint64_t flags) {
     errors_.pop_front();
     void *user_data = out->err_data;
     size_t user_size = out->err_data_size;
-    *out = last_error_.entry;
+    std::memcpy(out, &last_error_.entry, cq_err_entry_size(api_version_));
     const auto &ed = last_error_.err_data;
     if (user_data && user_size) {  // API >= 1.5: copy into the caller's buffer
         size_t n = std::min(user_size, ed.size());

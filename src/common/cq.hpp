@@ -38,7 +38,9 @@ class Cq {
     // Validates attr; returns 0 or a -FI_E* code (and logs why).
     static int check_attr(const fi_cq_attr &attr);
 
-    Cq(fid_domain *domain, const fi_cq_attr &attr, size_t default_size, void *context,
+    // `api_version`: the application's (fid_fabric::api_version), for the layout of
+    // what readerr hands back.
+    Cq(uint32_t api_version, const fi_cq_attr &attr, size_t default_size, void *context,
        ProvStrError prov_strerror);
     ~Cq() {
         if (on_close_) on_close_();
@@ -76,6 +78,7 @@ class Cq {
     void write_entry(uint8_t *dst, const Completion &c) const;
 
     Handle<fid_cq, Cq> handle_;
+    uint32_t api_version_;
     fi_cq_format format_;
     size_t entry_size_;
     ProvStrError prov_strerror_;

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "common/fi_api.hpp"
 #include "common/log.hpp"
 
 namespace softnic::info {
@@ -67,9 +68,9 @@ bool mr_mode_matches(const fi_info &o, const fi_info &h, uint32_t version) {
     if (!h.domain_attr) return true;
     int want = h.domain_attr->mr_mode;
     int need = o.domain_attr->mr_mode;
-    if (FI_VERSION_LT(version, FI_VERSION(1, 5)) || (want & (FI_MR_BASIC | FI_MR_SCALABLE))) {
+    if (FI_VERSION_LT(version, FI_VERSION(1, 5)) || (want & (kMrBasic | kMrScalable))) {
         // The enum era: FI_MR_SCALABLE (offsets, client keys) is all a soft NIC offers.
-        if (want & FI_MR_BASIC) MISMATCH("FI_MR_BASIC (virtual addresses) is not offered\n");
+        if (want & kMrBasic) MISMATCH("FI_MR_BASIC (virtual addresses) is not offered\n");
         if (need) MISMATCH("FI_MR_SCALABLE cannot express mode 0x%x\n", need);
         return true;
     }

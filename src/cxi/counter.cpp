@@ -16,8 +16,9 @@ int counter_control(fid *f, int command, void *arg) {
 
 // The counter behind an extension call's fid, or null (with a warning).
 Counter *ext_counter(fid *f) {
+    // A fid_cntr begins with its fid.
     Counter *c =
-        f && f->fclass == FI_CLASS_CNTR ? counter_of(container_of(f, fid_cntr, fid)) : nullptr;
+        f && f->fclass == FI_CLASS_CNTR ? counter_of(reinterpret_cast<fid_cntr *>(f)) : nullptr;
     if (!c) SN_WARN(FI_LOG_CNTR, "not a cxi counter\n");
     return c;
 }

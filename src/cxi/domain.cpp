@@ -76,7 +76,8 @@ int cq_open(fid_domain *d, fi_cq_attr *attr, fid_cq **cq, void *context) {
     std::shared_ptr<ServiceHold> hold = dom_of(d)->service();
     if (int ret = hold->take(CXI_RSRC_TYPE_EQ)) return ret;
     return guarded([&] {
-        Cq *c = new Cq(d, *attr, env().default_cq_size, context, prov_strerror);
+        Cq *c =
+            new Cq(dom_of(d)->api_version(), *attr, env().default_cq_size, context, prov_strerror);
         c->on_close([hold] { hold->give(CXI_RSRC_TYPE_EQ); });
         *cq = c->fid();
         return 0;
@@ -266,6 +267,10 @@ void Domain::drop_link(transport::Link *link) {
             links_.erase(it);
             return;
         }
+}
+
+uint32_t Domain::api_version() const {
+    return fabric_.fid()->api_version;
 }
 
 bool Domain::writedata() const {

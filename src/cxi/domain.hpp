@@ -57,6 +57,8 @@ class Domain {
     // The service's resource accounting; objects keep a reference until they close.
     const std::shared_ptr<ServiceHold> &service() const { return hold_; }
     const fi_info &info() const { return *info_; }
+    // The application's libfabric API version (the fabric's).
+    uint32_t api_version() const;
     MrTable &mrs() { return mrs_; }
     DeferredQueue &deferred() { return deferred_; }
     // fi_writedata needs FI_CXI_ENABLE_WRITEDATA, provider keys and CQ data.

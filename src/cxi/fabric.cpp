@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/eq.hpp"
+#include "common/fi_api.hpp"
 #include "cxi/domain.hpp"
 
 namespace softnic::cxi {
@@ -56,7 +57,7 @@ Fabric::Fabric(void *context) {
     handle_.fid.fid.context = context;
     handle_.fid.fid.ops = &fabric_fid_ops;
     handle_.fid.ops = &fabric_ops;
-    handle_.fid.api_version = FI_VERSION(1, 17);
+    handle_.fid.api_version = kBuiltApi;
 }
 
 int fabric_open(fi_fabric_attr *attr, fid_fabric **fabric, void *context) {

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/fi_api.hpp"
 #include "common/info.hpp"
 #include "common/log.hpp"
 #include "cxi/addr.hpp"
@@ -149,8 +150,8 @@ int reported_mr_mode(bool prov_key, const fi_info *hints, uint32_t version) {
     int preferred = prov_key ? kMrModeProvKey : kMrModeClientKey;
     if (!hints || !hints->domain_attr) return preferred;
     int want = hints->domain_attr->mr_mode;
-    if (FI_VERSION_LT(version, FI_VERSION(1, 5)) || (want & (FI_MR_BASIC | FI_MR_SCALABLE)))
-        return FI_MR_SCALABLE;
+    if (FI_VERSION_LT(version, FI_VERSION(1, 5)) || (want & (kMrBasic | kMrScalable)))
+        return kMrScalable;
     return preferred & want;
 }
 
@@ -158,7 +159,7 @@ void finish(fi_info &i, const fi_info *hints, const Request &r) {
     trim_caps(i, hints);
     // Without one-sided caps no MR is ever the target of a remote access, and local
     // buffers need no registration: no mode bit applies (as libfabric's util layer trims).
-    if (hints && !(i.caps & (FI_RMA | FI_ATOMIC)) && i.domain_attr->mr_mode != FI_MR_SCALABLE)
+    if (hints && !(i.caps & (FI_RMA | FI_ATOMIC)) && i.domain_attr->mr_mode != kMrScalable)
         i.domain_attr->mr_mode = 0;
     if (!(i.domain_attr->mr_mode & FI_MR_PROV_KEY)) i.domain_attr->mr_key_size = 4;  // client keys
     const Env &e = env();

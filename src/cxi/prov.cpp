@@ -1,6 +1,7 @@
 // Plugin entry point: libfabric dlopen()s libcxi-fi.so and calls fi_prov_ini.
 #include <rdma/providers/fi_prov.h>
 
+#include "common/fi_api.hpp"
 #include "common/log.hpp"
 #include "cxi/caps.hpp"
 #include "cxi/env.hpp"
@@ -19,7 +20,7 @@ void prov_cleanup() {}
 
 // Not const: the core keeps its own bookkeeping in `context`.
 fi_provider provider = {
-    kProviderVersion, FI_VERSION(1, 17), {}, "cxi", prov_getinfo, fabric_open, prov_cleanup,
+    kProviderVersion, kBuiltApi, {}, "cxi", prov_getinfo, fabric_open, prov_cleanup,
 };
 
 }  // namespace

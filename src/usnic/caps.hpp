@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/fi_api.hpp"
+
 namespace softnic::usnic {
 
 constexpr uint32_t kProviderVersion = FI_VERSION(1, 0);
@@ -17,7 +19,7 @@ constexpr uint64_t kCaps = FI_MSG | FI_SOURCE | FI_SEND | FI_RECV;
 constexpr uint64_t kTxCaps = FI_MSG | FI_SEND;
 constexpr uint64_t kRxCaps = FI_MSG | FI_RECV | FI_SOURCE;
 constexpr uint64_t kDomainCaps = FI_LOCAL_COMM | FI_REMOTE_COMM;
-constexpr uint64_t kModeBits = FI_LOCAL_MR | FI_MSG_PREFIX;
+constexpr uint64_t kModeBits = kLocalMrMode | FI_MSG_PREFIX;
 constexpr size_t kPrefixSize = 64;       // FI_MSG_PREFIX bytes in front of DGRAM data
 constexpr size_t kPrefixHdrOffset = 22;  // where the VIC writes Ethernet+IP+UDP in it
 constexpr size_t kFrameHdr = 42;         // Ethernet 14 + IPv4 20 + UDP 8

@@ -15,21 +15,9 @@
 #include "usnic/caps.hpp"
 #include "usnic/cq.hpp"
 #include "usnic/domain.hpp"
+#include "usnic/ports.hpp"
 
 namespace softnic::usnic {
-namespace {
-
-// Strip the 64-byte prefix off the first buffer; false when it is shorter.
-bool skip_prefix(const iovec *in, size_t count, iovec *out) {
-    if (!count || in[0].iov_len < kPrefixSize) return false;
-    for (size_t i = 0; i < count; i++)
-        out[i] = in[i];
-    out[0].iov_base = static_cast<uint8_t *>(in[0].iov_base) + kPrefixSize;
-    out[0].iov_len -= kPrefixSize;
-    return true;
-}
-
-}  // namespace
 
 int DgramEp::create(Domain *domain, const fi_info &info, void *context, Endpoint *&out) {
     if (info.handle) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "DGRAM endpoints take no handle\n");
@@ -64,7 +52,13 @@ int DgramEp::enable() {
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = domain_->device().ip_be;
     a.sin_port = bind_port_be_;
-    if (::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a))) {
+    int rc = ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a));
+    if (rc && errno == EADDRINUSE && is_service_port(a.sin_port)) {
+        SN_WARN(FI_LOG_EP_CTRL, "%s is taken: binding any free port\n", to_string(a).c_str());
+        a.sin_port = 0;
+        rc = ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a));
+    }
+    if (rc) {
         int err = errno;
         close(fd);
         SN_REJECT(-err, FI_LOG_EP_CTRL, "bind %s: %s\n", to_string(a).c_str(), strerror(err));
@@ -96,14 +90,7 @@ ssize_t DgramEp::send(const Op &op) {
     if (!dest) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "destination %lu is not in the AV\n", op.addr);
     iovec iov[kMaxIov];
     size_t len = 0;
-    if (prefix_) {
-        if (!skip_prefix(op.iov, op.count, iov))
-            SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA,
-                      "the first buffer must hold the 64-byte prefix\n");
-    } else {
-        for (size_t i = 0; i < op.count; i++)
-            iov[i] = op.iov[i];
-    }
+    if (!payload_iov(op, iov)) return -FI_EINVAL;
     for (size_t i = 0; i < op.count; i++)
         len += op.iov[i].iov_len;
     msghdr m{};
@@ -129,14 +116,7 @@ ssize_t DgramEp::recv(const Op &op) {
     Rx rx{};
     rx.count = op.count;
     rx.context = op.context;
-    if (prefix_) {
-        if (!skip_prefix(op.iov, op.count, rx.iov))
-            SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA,
-                      "the first buffer must hold the 64-byte prefix\n");
-    } else {
-        for (size_t i = 0; i < op.count; i++)
-            rx.iov[i] = op.iov[i];
-    }
+    if (!payload_iov(op, rx.iov)) return -FI_EINVAL;
     for (size_t i = 0; i < op.count; i++)
         rx.cap += rx.iov[i].iov_len;
     SpinGuard g(lock_);

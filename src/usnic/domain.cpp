@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/eq.hpp"
+#include "common/fi_api.hpp"
 #include "common/log.hpp"
 #include "usnic/addr.hpp"
 #include "usnic/av.hpp"
@@ -148,7 +149,7 @@ Domain::~Domain() {
 int Domain::bind(::fid *f, uint64_t flags) {
     if (!f || f->fclass != FI_CLASS_EQ)
         SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "domains bind EQs only\n");
-    if (flags & FI_REG_MR)
+    if (flags & kRegMrFlag)
         SN_REJECT(-FI_EOPNOTSUPP, FI_LOG_DOMAIN, "asynchronous registration is not supported\n");
     if (eq_) SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "the domain already has an EQ\n");
     eq_ = Eq::of(reinterpret_cast<fid_eq *>(f));

@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
+
 #include "common/eq.hpp"
 #include "common/log.hpp"
 #include "usnic/addr.hpp"
@@ -40,7 +42,7 @@ Endpoint::Endpoint(Domain *domain, const fi_info &info, void *context)
       type_(info.ep_attr->type),
       tx_op_flags_(info.tx_attr ? info.tx_attr->op_flags : 0),
       rx_op_flags_(info.rx_attr ? info.rx_attr->op_flags : 0),
-      prefix_(type_ == FI_EP_DGRAM && (info.mode & FI_MSG_PREFIX)),
+      prefix_(info.mode & FI_MSG_PREFIX),
       max_msg_(info.ep_attr->max_msg_size) {
     handle_.owner = this;
     handle_.fid.fid.fclass = FI_CLASS_EP;
@@ -63,6 +65,18 @@ Endpoint::Endpoint(Domain *domain, const fi_info &info, void *context)
     if (!max_msg_ || max_msg_ > (dgram ? dgram_max_msg(domain->device().mtu) : kRudpMaxMsg))
         max_msg_ = dgram ? dgram_max_msg(domain->device().mtu) : kRudpMaxMsg;
     domain_->refs().get();
+}
+
+bool Endpoint::payload_iov(const Op &op, iovec *out) const {
+    std::copy(op.iov, op.iov + op.count, out);
+    if (!prefix_) return true;
+    if (!op.count || op.iov[0].iov_len < kPrefixSize) {
+        SN_WARN(FI_LOG_EP_DATA, "the first buffer must hold the %zu-byte prefix\n", kPrefixSize);
+        return false;
+    }
+    out[0].iov_base = static_cast<uint8_t *>(op.iov[0].iov_base) + kPrefixSize;
+    out[0].iov_len -= kPrefixSize;
+    return true;
 }
 
 Endpoint::~Endpoint() {

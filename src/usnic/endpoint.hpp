@@ -73,6 +73,9 @@ class Endpoint : public ProgressSource {
     void push_rx_error(void *context, int err, size_t len, size_t olen);
     void push_tx_error(void *context, int err);
     virtual sockaddr_in local_name() const = 0;
+    // The payload buffers of `op` in `out` (op.count of them): its own, less the
+    // FI_MSG_PREFIX space at the front of the first; false when that one is shorter.
+    bool payload_iov(const Op &op, iovec *out) const;
 
     Handle<fid_ep, Endpoint> handle_;
     std::mutex ctrl_lock_;  // bind and enable: FI_THREAD_SAFE lets threads race on them

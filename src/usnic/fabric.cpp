@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/eq.hpp"
+#include "common/fi_api.hpp"
 #include "common/log.hpp"
 #include "usnic/cq.hpp"
 #include "usnic/domain.hpp"
@@ -185,7 +186,7 @@ Fabric::Fabric(const Device &dev, void *context) : dev_(dev) {
     handle_.fid.fid.context = context;
     handle_.fid.fid.ops = &fabric_fid_ops;
     handle_.fid.ops = &fabric_ops;
-    handle_.fid.api_version = FI_VERSION(1, 17);
+    handle_.fid.api_version = kBuiltApi;
 }
 
 Poller &Fabric::poller() {

@@ -5,12 +5,14 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/fi_api.hpp"
 #include "common/fid.hpp"
 #include "common/log.hpp"
 #include "usnic/addr.hpp"
 #include "usnic/caps.hpp"
 #include "usnic/devices.hpp"
 #include "usnic/info_check.hpp"
+#include "usnic/ports.hpp"
 #include "usnic/route.hpp"
 
 namespace softnic::usnic {
@@ -55,7 +57,7 @@ void fill_common(fi_info &i, const Device &d, const Request &r) {
     dom.resource_mgmt = FI_RM_DISABLED;
     dom.av_type = FI_AV_MAP;
     dom.mr_mode =
-        FI_VERSION_GE(r.version, FI_VERSION(1, 5)) ? (FI_MR_LOCAL | FI_MR_ALLOCATED) : FI_MR_BASIC;
+        FI_VERSION_GE(r.version, FI_VERSION(1, 5)) ? (FI_MR_LOCAL | FI_MR_ALLOCATED) : kMrBasic;
     dom.mr_iov_limit = 1;
     dom.mr_cnt = kMrCount;
     dom.cq_cnt = dom.ep_cnt = 1024;
@@ -64,8 +66,8 @@ void fill_common(fi_info &i, const Device &d, const Request &r) {
     i.ep_attr->tx_ctx_cnt = i.ep_attr->rx_ctx_cnt = 1;
     i.tx_attr->caps = kTxCaps;
     i.rx_attr->caps = kRxCaps;
-    i.tx_attr->msg_order = i.rx_attr->msg_order = FI_ORDER_NONE;
-    i.tx_attr->comp_order = i.rx_attr->comp_order = FI_ORDER_NONE;
+    i.tx_attr->msg_order = i.rx_attr->msg_order = kOrderNone;
+    i.tx_attr->comp_order = i.rx_attr->comp_order = kOrderNone;
 }
 
 fi_info *offer_dgram(const Device &d, const Request &r, const fi_info *hints) {
@@ -90,17 +92,22 @@ fi_info *offer_dgram(const Device &d, const Request &r, const fi_info *hints) {
     return i;
 }
 
-fi_info *offer_rudp(const Device &d, const Request &r, fi_ep_type type) {
+// MSG and RDM endpoints take FI_MSG_PREFIX too (beyond the seed, which has it on DGRAM
+// only), when the application asks: the space is left alone.
+fi_info *offer_rudp(const Device &d, const Request &r, fi_ep_type type, const fi_info *hints) {
     fi_info *i = fi_allocinfo();
     if (!i) return nullptr;
     fill_common(*i, d, r);
-    i->mode = i->tx_attr->mode = i->rx_attr->mode = FI_LOCAL_MR;
+    bool prefix =
+        hints && (hints->mode & FI_MSG_PREFIX) && FI_VERSION_GE(r.version, FI_VERSION(1, 1));
+    i->mode = i->tx_attr->mode = i->rx_attr->mode = kLocalMrMode | (prefix ? FI_MSG_PREFIX : 0);
     // Every MSG/RDM call takes the endpoint's lock: any thread may call anything.
     i->domain_attr->threading = FI_THREAD_SAFE;
     fi_ep_attr &ep = *i->ep_attr;
     ep.type = type;
     ep.protocol = FI_PROTO_RUDP;
     ep.protocol_version = 0;
+    ep.msg_prefix_size = prefix ? kPrefixSize : 0;
     ep.max_msg_size = kRudpMaxMsg;
     i->tx_attr->inject_size = kRudpInject;
     i->tx_attr->size = i->rx_attr->size = type == FI_EP_MSG ? kMsgQueue : kRdmQueue;
@@ -133,6 +140,7 @@ int parse_request(uint32_t version, const char *node, const char *service, uint6
     if (flags & FI_SOURCE) {
         r.src = a;
         r.has_src = true;
+        if (service) note_service_port(a.sin_port);
     } else {
         r.dest = a;
         r.has_dest = true;
@@ -172,7 +180,7 @@ int getinfo(uint32_t version, const char *node, const char *service, uint64_t fl
         if (!device_fits(d, r, hints)) continue;
         for (fi_ep_type t : {FI_EP_DGRAM, FI_EP_MSG, FI_EP_RDM}) {
             if (want != FI_EP_UNSPEC && want != t) continue;
-            fi_info *o = t == FI_EP_DGRAM ? offer_dgram(d, r, hints) : offer_rudp(d, r, t);
+            fi_info *o = t == FI_EP_DGRAM ? offer_dgram(d, r, hints) : offer_rudp(d, r, t, hints);
             if (!o) {
                 fi_freeinfo(head);
                 return -FI_ENOMEM;

@@ -1,5 +1,6 @@
 #include "usnic/info_check.hpp"
 
+#include "common/fi_api.hpp"
 #include "common/log.hpp"
 #include "usnic/addr.hpp"
 #include "usnic/caps.hpp"
@@ -85,7 +86,7 @@ int check_tx(fi_info &o, const fi_tx_attr &h, uint32_t version) {
         NO_MATCH("ordering %#llx not offered\n", (unsigned long long)h.msg_order);
     if (h.inject_size > t.inject_size) NO_MATCH("inject_size above %zu\n", t.inject_size);
     if (h.rma_iov_limit) NO_MATCH("no RMA\n");
-    if (!FI_VERSION_GE(version, FI_VERSION(1, 5)) && h.mode && !(h.mode & FI_LOCAL_MR))
+    if (!FI_VERSION_GE(version, FI_VERSION(1, 5)) && h.mode && !(h.mode & kLocalMrMode))
         NO_MATCH("tx mode lacks FI_LOCAL_MR\n");
     bool dgram = o.ep_attr->type == FI_EP_DGRAM;
     int ret =
@@ -101,7 +102,7 @@ int check_rx(fi_info &o, const fi_rx_attr &h, uint32_t version) {
     if ((h.msg_order & ~r.msg_order) || h.comp_order)
         NO_MATCH("ordering %#llx not offered\n", (unsigned long long)h.msg_order);
     if (h.total_buffered_recv) NO_MATCH("no buffered receive\n");
-    if (!FI_VERSION_GE(version, FI_VERSION(1, 5)) && h.mode && !(h.mode & FI_LOCAL_MR))
+    if (!FI_VERSION_GE(version, FI_VERSION(1, 5)) && h.mode && !(h.mode & kLocalMrMode))
         NO_MATCH("rx mode lacks FI_LOCAL_MR\n");
     bool dgram = o.ep_attr->type == FI_EP_DGRAM;
     int ret =
@@ -127,18 +128,18 @@ int check_ep(fi_info &o, const fi_ep_attr &h) {
 int check_mr_mode(const fi_info &h, uint32_t version) {
     uint64_t mr = h.domain_attr ? h.domain_attr->mr_mode : 0;
     if (FI_VERSION_GE(version, FI_VERSION(1, 5))) {
-        if (mr == FI_MR_BASIC || mr == FI_MR_SCALABLE) mr = FI_MR_LOCAL | FI_MR_ALLOCATED;
-        if (mr & (FI_MR_BASIC | FI_MR_SCALABLE)) NO_MATCH("FI_MR_BASIC/SCALABLE mixed\n");
+        if (mr == kMrBasic || mr == kMrScalable) mr = FI_MR_LOCAL | FI_MR_ALLOCATED;
+        if (mr & (kMrBasic | kMrScalable)) NO_MATCH("FI_MR_BASIC/SCALABLE mixed\n");
         if (mr && (mr & (FI_MR_LOCAL | FI_MR_ALLOCATED)) != (FI_MR_LOCAL | FI_MR_ALLOCATED))
             NO_MATCH("mr_mode must include FI_MR_LOCAL and FI_MR_ALLOCATED\n");
         // A domain_attr with mr_mode 0 says the application handles no MR mode (as
         // libfabric's own check); without a domain_attr (utility providers asking for
         // their core, ofi_rxd), FI_LOCAL_MR in mode is enough.
-        if (!mr && (h.domain_attr || !(h.mode & FI_LOCAL_MR)))
+        if (!mr && (h.domain_attr || !(h.mode & kLocalMrMode)))
             NO_MATCH("local registration is required: mr_mode FI_MR_LOCAL | FI_MR_ALLOCATED\n");
     } else {
-        if (mr != FI_MR_UNSPEC && mr != FI_MR_BASIC) NO_MATCH("mr_mode must be basic\n");
-        if (!(h.mode & FI_LOCAL_MR)) NO_MATCH("mode must contain FI_LOCAL_MR\n");
+        if (mr != kMrUnspec && mr != kMrBasic) NO_MATCH("mr_mode must be basic\n");
+        if (!(h.mode & kLocalMrMode)) NO_MATCH("mode must contain FI_LOCAL_MR\n");
     }
     return 0;
 }

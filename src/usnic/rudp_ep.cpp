@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "common/log.hpp"
@@ -16,6 +17,7 @@
 #include "usnic/msg_cm.hpp"
 #include "usnic/params.hpp"
 #include "usnic/pep.hpp"
+#include "usnic/ports.hpp"
 
 namespace softnic::usnic {
 
@@ -75,8 +77,12 @@ int RudpEp::enable() {
     if (ret) return ret;
     transport::udp::UdpConfig cfg = udp_config(domain_->device());
     int err = 0;
-    udp_ = transport::udp::UdpEndpoint::open(ntohl(domain_->device().ip_be), ntohs(bind_port_be_),
-                                             cfg, err);
+    const uint32_t ip = ntohl(domain_->device().ip_be);
+    udp_ = transport::udp::UdpEndpoint::open(ip, ntohs(bind_port_be_), cfg, err);
+    if (!udp_ && err == -EADDRINUSE && is_service_port(bind_port_be_)) {
+        SN_WARN(FI_LOG_EP_CTRL, "port %u is taken: binding any free port\n", ntohs(bind_port_be_));
+        udp_ = transport::udp::UdpEndpoint::open(ip, 0, cfg, err);
+    }
     if (!udp_)
         SN_REJECT(err ? err : -FI_EOTHER, FI_LOG_EP_CTRL, "cannot open the UDP socket: %s\n",
                   strerror(-err));
@@ -153,26 +159,28 @@ ssize_t RudpEp::send(const Op &op) {
     }
     if (tx_.size() >= tx_size_) return -FI_EAGAIN;
     if (!ch->alive()) return -FI_EHOSTUNREACH;
+    iovec payload[kMaxIov];
+    if (!payload_iov(op, payload)) return -FI_EINVAL;
     TxOp &t = tx_.emplace_back();
     t.context = op.context;
     t.signal = op.signal;
     t.ch = ch;
     for (size_t i = 0; i < op.count; i++)
-        t.len += op.iov[i].iov_len;
+        t.len += payload[i].iov_len;
     if (op.flags & FI_INJECT) {
         // The buffer is the caller's again on return: keep a copy.
         if (t.len <= sizeof(t.inject)) {
             size_t off = 0;
             for (size_t i = 0; i < op.count; i++) {
-                std::memcpy(t.inject + off, op.iov[i].iov_base, op.iov[i].iov_len);
-                off += op.iov[i].iov_len;
+                std::memcpy(t.inject + off, payload[i].iov_base, payload[i].iov_len);
+                off += payload[i].iov_len;
             }
             t.iov[0] = iovec{t.inject, t.len};
             t.count = 1;
         }
     }
     if (!t.count) {
-        std::copy(op.iov, op.iov + op.count, t.iov);
+        std::copy(payload, payload + op.count, t.iov);
         t.count = op.count;
     }
     pump(t);
@@ -221,12 +229,14 @@ bool RudpEp::pump(TxOp &op) {
 ssize_t RudpEp::recv(const Op &op) {
     SpinGuard g(lock_);
     if (rx_.size() >= rx_size_) return -FI_EAGAIN;
+    iovec payload[kMaxIov];
+    if (!payload_iov(op, payload)) return -FI_EINVAL;
     RxOp &r = rx_.emplace_back();
-    std::copy(op.iov, op.iov + op.count, r.iov);
+    std::copy(payload, payload + op.count, r.iov);
     r.count = op.count;
     r.context = op.context;
     for (size_t i = 0; i < op.count; i++)
-        r.cap += op.iov[i].iov_len;
+        r.cap += payload[i].iov_len;
     work_.store(true, std::memory_order_relaxed);
     return 0;
 }
@@ -299,7 +309,8 @@ void RudpEp::complete_rx(Reasm &r, Channel &from) {
     }
     UAv *v = av();
     fi_addr_t src = v ? v->reverse_of(from.peer()) : FI_ADDR_NOTAVAIL;
-    push_rx(r.rx.context, r.msg_len, src);
+    // Lengths passed in and out include the prefix space, as on DGRAM endpoints.
+    push_rx(r.rx.context, r.msg_len + (prefix_ ? kPrefixSize : 0), src);
 }
 
 void RudpEp::progress() {

@@ -3,7 +3,9 @@
 // registration and closing objects that are still in use.
 #include <rdma/fi_atomic.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "fixture.hpp"
@@ -89,6 +91,44 @@ TEST_P(EndpointTest, GetnameAfterEnable) {
     if (kind() != Kind::msg) {
         EXPECT_NE(port_of(sin), 0);
     }
+}
+
+// A source port named as fi_getinfo's service (FI_SOURCE) is a preference: when it is
+// taken (here by a plain socket; under fabtests' -E by the server on the same host),
+// fi_enable binds any free port. A port the application put in src_addr stays exclusive.
+TEST_P(EndpointTest, ServicePortGivesWayWhenTaken) {
+    if (kind() == Kind::msg) return;  // MSG data ports are always ephemeral
+    UdpSocket taken;
+    const std::string service = std::to_string(port_of(taken.addr()));
+    InfoPtr hints = usnic_hints(ep_type(kind()));
+    GetinfoResult r = getinfo(hints.get(), kApi, "127.0.0.1", service.c_str(), FI_SOURCE);
+    ASSERT_OK(r.rc);
+    ASSERT_FALSE(r.usnic.empty());
+    auto e = endpoint(kind(), {}, r.usnic[0]);
+    const sockaddr_in name = getname(e->ep.fid());
+    EXPECT_NE(port_of(name), port_of(taken.addr()));
+    EXPECT_NE(port_of(name), 0);
+    e.reset();
+}
+
+TEST_P(EndpointTest, SourceAddressPortStaysExclusive) {
+    if (kind() == Kind::msg) return;
+    UdpSocket taken;
+    InfoPtr hints = usnic_hints(ep_type(kind()));
+    const sockaddr_in src = taken.addr();
+    hints->addr_format = FI_SOCKADDR_IN;
+    hints->src_addr = malloc(sizeof(src));
+    ASSERT_NE(hints->src_addr, nullptr);
+    std::memcpy(hints->src_addr, &src, sizeof(src));
+    hints->src_addrlen = sizeof(src);
+    GetinfoResult r = getinfo(hints.get());
+    ASSERT_OK(r.rc);
+    ASSERT_FALSE(r.usnic.empty());
+    EpOpts o;
+    o.enable = false;
+    auto e = endpoint(kind(), o, r.usnic[0]);
+    EXPECT_RC(-FI_EADDRINUSE, fi_enable(e->ep.get()));
+    e.reset();
 }
 
 TEST_P(EndpointTest, GetnameBufferTooSmall) {
