@@ -39,8 +39,22 @@ int op_av_set(fid_av *, fi_av_set_attr *, fid_av_set **, void *) {
 
 }  // namespace
 
-fi_ops_av av_ops = {sizeof(fi_ops_av), op_insert, op_insertsvc, op_insertsym,
-                    op_remove,         op_lookup, op_straddr,   op_av_set};
+// Filled by name: libfabric 2.x appends operations (per-entry authorization keys, user
+// ids) that stay null here, which libfabric reports as -FI_ENOSYS.
+fi_ops_av make_av_ops() {
+    fi_ops_av o{};
+    o.size = sizeof(o);
+    o.insert = op_insert;
+    o.insertsvc = op_insertsvc;
+    o.insertsym = op_insertsym;
+    o.remove = op_remove;
+    o.lookup = op_lookup;
+    o.straddr = op_straddr;
+    o.av_set = op_av_set;
+    return o;
+}
+
+fi_ops_av av_ops = make_av_ops();
 
 fi_ops av_fid_ops = make_fid_ops(av_close, fid_no_bind, fid_no_control, fid_no_ops_open);
 

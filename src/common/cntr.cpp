@@ -44,9 +44,9 @@ int cntr_close(fid *f) {
 }
 
 namespace {
-int cntr_control(fid *, int command, void *) {
-    SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "unsupported counter control %d (no wait object)\n",
-              command);
+int cntr_control(fid *f, int command, void *arg) {
+    if (command == FI_GETWAIT) return owner_of_fid<Cntr, fid_cntr>(f)->getwait(arg);
+    SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "unsupported counter control %d\n", command);
 }
 }  // namespace
 
@@ -57,16 +57,29 @@ int Cntr::check_attr(const fi_cntr_attr &attr) {
     const int events = attr.events;
     if (events != FI_CNTR_EVENTS_COMP && events != 1)
         SN_REJECT(-FI_ENOSYS, FI_LOG_CNTR, "unsupported counter events %d\n", events);
-    if (!polled_wait_obj(attr.wait_obj))
-        SN_REJECT(-FI_ENOSYS, FI_LOG_CNTR, "unsupported counter wait object %d\n", attr.wait_obj);
+    if (attr.wait_obj == FI_WAIT_SET && !attr.wait_set)
+        SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "FI_WAIT_SET without a wait set\n");
+    if (!polled_wait_obj(attr.wait_obj) && !WaitFd::serves(attr.wait_obj) &&
+        attr.wait_obj != FI_WAIT_SET)
+        SN_REJECT(-FI_ENOSYS, FI_LOG_CNTR,
+                  "unsupported counter wait object %d (wait sets: not yet)\n", attr.wait_obj);
     if (attr.flags & ~(1ULL << 32))
         SN_REJECT(-FI_ENOSYS, FI_LOG_CNTR, "unsupported counter flags 0x%lx\n", attr.flags);
     return 0;
 }
 
 Cntr::Cntr(const fi_cntr_attr &attr, void *context)
-    : events_(attr.events),
-      wait_obj_(attr.wait_obj == FI_WAIT_UNSPEC ? FI_WAIT_YIELD : attr.wait_obj) {
+    : events_(attr.events), wait_obj_(attr.wait_obj) {
+    if (WaitFd::serves(wait_obj_) || wait_obj_ == FI_WAIT_SET) wait_ = std::make_unique<WaitFd>();
+    if (wait_obj_ == FI_WAIT_SET) {
+        set_ = WaitSet::of(attr.wait_set);
+        set_->join(wait_.get(), [this] {  // a change since the set last reported one
+            uint64_t v = read() + readerr();
+            bool changed = v != set_seen_;
+            set_seen_ = v;
+            return changed;
+        });
+    }
     handle_.owner = this;
     handle_.fid.fid.fclass = FI_CLASS_CNTR;
     handle_.fid.fid.context = context;
@@ -117,14 +130,33 @@ int Cntr::wait(uint64_t threshold, int timeout_ms) {
     if (threshold > kSuccessMax) SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "threshold exceeds 48 bits\n");
     const uint64_t err0 = err_.load();
     int rc = -FI_ETIMEDOUT;
-    poll_until(timeout_ms, [&] {
+    auto ready = [&] {
         if (read() >= threshold)
             rc = 0;
         else if (err_.load() != err0)
             rc = -FI_EAVAIL;
         return rc != -FI_ETIMEDOUT;
-    });
+    };
+    if (wait_)
+        sleep_until(*wait_, timeout_ms, ready);  // sleeps: wait.hpp
+    else
+        poll_until(timeout_ms, ready);
     return rc;
+}
+
+int Cntr::getwait(void *arg) {
+    if (!wait_ || wait_obj_ == FI_WAIT_UNSPEC || set_)
+        SN_REJECT(-FI_ENODATA, FI_LOG_CNTR, "counter has no FD or POLLFD wait object\n");
+    return wait_->getwait(wait_obj_, arg);
+}
+
+// A counter has nothing to drain: arming is all (its next change rings).
+int Cntr::trywait() {
+    if (!wait_)
+        SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "fi_trywait on a counter without a wait object\n");
+    progress_.run();
+    wait_->arm();
+    return 0;
 }
 
 }  // namespace softnic

@@ -4,9 +4,12 @@
 #include <rdma/fi_domain.h>
 
 #include <atomic>
+#include <memory>
 
 #include "common/fid.hpp"
 #include "common/progress.hpp"
+#include "common/wait.hpp"
+#include "common/wait_set.hpp"
 
 namespace softnic {
 
@@ -17,7 +20,9 @@ class Cntr {
 
     static int check_attr(const fi_cntr_attr &attr);
     Cntr(const fi_cntr_attr &attr, void *context);
-    virtual ~Cntr() = default;
+    virtual ~Cntr() {
+        if (set_) set_->leave(wait_.get());
+    }
     Cntr(const Cntr &) = delete;
     Cntr &operator=(const Cntr &) = delete;
 
@@ -43,6 +48,9 @@ class Cntr {
     int set(uint64_t v);
     int seterr(uint64_t v);
     int wait(uint64_t threshold, int timeout_ms);
+    // Wait objects (FI_WAIT_FD, FI_WAIT_POLLFD, FI_WAIT_UNSPEC): FI_GETWAIT, fi_trywait.
+    int getwait(void *arg);
+    int trywait();
 
   protected:
     // Subclasses that watch the values (writeback words, triggered operations) set
@@ -50,11 +58,15 @@ class Cntr {
     virtual void changed() {}
     void notify() {
         if (watched_.load(std::memory_order_relaxed)) changed();
+        if (wait_) wait_->signal();
     }
     std::atomic<bool> watched_{false};
     Handle<fid_cntr, Cntr> handle_;
     int events_;
     fi_wait_obj wait_obj_;
+    std::unique_ptr<WaitFd> wait_;
+    WaitSet *set_ = nullptr;  // FI_WAIT_SET: the set this counter's wait object belongs to
+    uint64_t set_seen_ = 0;   // the values the set last reported (value + errors)
     std::atomic<uint64_t> value_{0}, err_{0};
     ProgressList progress_;
     RefCount refs_;

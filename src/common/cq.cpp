@@ -42,8 +42,8 @@ ssize_t op_sread(fid_cq *f, void *buf, size_t n, const void *, int timeout) {
 ssize_t op_sreadfrom(fid_cq *f, void *buf, size_t n, fi_addr_t *src, const void *, int timeout) {
     return guarded([&] { return cq_of(f)->sread(buf, n, src, timeout); });
 }
-int op_signal(fid_cq *) {
-    return -FI_ENOSYS;
+int op_signal(fid_cq *f) {
+    return cq_of(f)->signal();
 }
 const char *op_strerror(fid_cq *f, int prov_errno, const void *err_data, char *buf, size_t len) {
     return cq_of(f)->strerror(prov_errno, err_data, buf, len);
@@ -61,8 +61,8 @@ int cq_close(fid *f) {
     return 0;
 }
 
-int cq_control(fid *, int command, void *) {
-    if (command == FI_GETWAIT) SN_REJECT(-FI_ENODATA, FI_LOG_CQ, "CQ has no wait object\n");
+int cq_control(fid *f, int command, void *arg) {
+    if (command == FI_GETWAIT) return owner_of_fid<Cq, fid_cq>(f)->getwait(arg);
     SN_REJECT(-FI_ENOSYS, FI_LOG_CQ, "unsupported CQ control %d\n", command);
 }
 
@@ -81,13 +81,13 @@ int Cq::check_attr(const fi_cq_attr &attr) {
         default:
             SN_REJECT(-FI_ENOSYS, FI_LOG_CQ, "unsupported CQ format %d\n", attr.format);
     }
-    switch (attr.wait_obj) {
-        case FI_WAIT_NONE:
-        case FI_WAIT_UNSPEC:
-            break;
-        default:
-            SN_REJECT(-FI_ENOSYS, FI_LOG_CQ, "unsupported CQ wait object %d\n", attr.wait_obj);
-    }
+    if (attr.wait_obj == FI_WAIT_SET && !attr.wait_set)
+        SN_REJECT(-FI_EINVAL, FI_LOG_CQ, "FI_WAIT_SET without a wait set\n");
+    if (attr.wait_obj != FI_WAIT_NONE && attr.wait_obj != FI_WAIT_SET &&
+        !WaitFd::serves(attr.wait_obj))
+        SN_REJECT(-FI_ENOSYS, FI_LOG_CQ, "unsupported CQ wait object %d\n", attr.wait_obj);
+    if (attr.wait_cond != FI_CQ_COND_NONE)
+        SN_REJECT(-FI_ENOSYS, FI_LOG_CQ, "unsupported CQ wait condition %d\n", attr.wait_cond);
     if (attr.flags & FI_AFFINITY)
         SN_REJECT(-FI_ENOSYS, FI_LOG_CQ, "FI_AFFINITY is not supported\n");
     return 0;
@@ -99,7 +99,16 @@ Cq::Cq(uint32_t api_version, const fi_cq_attr &attr, size_t default_size, void *
       format_(attr.format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_CONTEXT : attr.format),
       entry_size_(entry_size_of(format_)),
       prov_strerror_(prov_strerror),
-      ring_(attr.size ? attr.size : default_size) {
+      ring_(attr.size ? attr.size : default_size),
+      wait_obj_(attr.wait_obj) {
+    if (WaitFd::serves(wait_obj_) || wait_obj_ == FI_WAIT_SET) wait_ = std::make_unique<WaitFd>();
+    if (wait_obj_ == FI_WAIT_SET) {
+        set_ = WaitSet::of(attr.wait_set);
+        set_->join(wait_.get(), [this] {
+            progress_.run();
+            return !empty();
+        });
+    }
     handle_.owner = this;
     handle_.fid.fid.fclass = FI_CLASS_CQ;
     handle_.fid.fid.context = context;
@@ -110,6 +119,7 @@ Cq::Cq(uint32_t api_version, const fi_cq_attr &attr, size_t default_size, void *
 void Cq::push(const Completion &c) {
     push_locked(c);
     if (notify_) notify_(notify_arg_);
+    if (wait_) wait_->signal();
 }
 
 void Cq::push_locked(const Completion &c) {
@@ -129,8 +139,12 @@ void Cq::push_error(const ErrorCompletion &e) {
     {
         SpinGuard g(lock_);
         errors_.push_back(e);
+#if FI_MAJOR_VERSION >= 2
+        errors_.back().entry.src_addr = e.src;
+#endif
     }
     if (notify_) notify_(notify_arg_);
+    if (wait_) wait_->signal();
 }
 
 void Cq::write_entry(uint8_t *dst, const Completion &c) const {
@@ -180,10 +194,41 @@ ssize_t Cq::readerr(fi_cq_err_entry *out, uint64_t flags) {
     return 1;
 }
 
+// With a wait object the reader sleeps (wait.hpp); without one it polls, as before.
 ssize_t Cq::sread(void *buf, size_t count, fi_addr_t *src, int timeout_ms) {
     ssize_t n = -FI_EAGAIN;
-    poll_until(timeout_ms, [&] { return (n = read(buf, count, src)) != -FI_EAGAIN; });
+    auto ready = [&] {
+        if (signaled_.exchange(false, std::memory_order_acq_rel)) return true;
+        return (n = read(buf, count, src)) != -FI_EAGAIN;
+    };
+    if (wait_)
+        sleep_until(*wait_, timeout_ms, ready);
+    else
+        poll_until(timeout_ms, ready);
     return n;
+}
+
+int Cq::getwait(void *arg) {
+    if (!wait_ || wait_obj_ == FI_WAIT_UNSPEC || set_)
+        SN_REJECT(-FI_ENODATA, FI_LOG_CQ, "CQ has no FD or POLLFD wait object\n");
+    return wait_->getwait(wait_obj_, arg);
+}
+
+int Cq::trywait() {
+    if (!wait_) SN_REJECT(-FI_EINVAL, FI_LOG_CQ, "fi_trywait on a CQ without a wait object\n");
+    progress_.run();
+    if (!empty()) return -FI_EAGAIN;
+    wait_->arm();
+    if (empty()) return 0;
+    wait_->disarm();
+    return -FI_EAGAIN;
+}
+
+int Cq::signal() {
+    if (!wait_) SN_REJECT(-FI_ENOSYS, FI_LOG_CQ, "fi_cq_signal on a CQ without a wait object\n");
+    signaled_.store(true, std::memory_order_release);
+    wait_->kick();
+    return 0;
 }
 
 const char *Cq::strerror(int prov_errno, const void *, char *buf, size_t len) {

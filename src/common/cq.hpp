@@ -6,10 +6,13 @@
 
 #include <deque>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "common/fid.hpp"
 #include "common/progress.hpp"
+#include "common/wait.hpp"
+#include "common/wait_set.hpp"
 
 namespace softnic {
 
@@ -31,6 +34,24 @@ struct ErrorCompletion {
     std::vector<uint8_t> err_data;
 };
 
+// An fi_cq_err_entry, fields by name (libfabric 2.x appends src_addr, which the CQ
+// fills from ErrorCompletion::src).
+inline fi_cq_err_entry err_entry(void *context, uint64_t flags, size_t len, void *buf,
+                                 uint64_t data, uint64_t tag, size_t olen, int err,
+                                 int prov_errno) {
+    fi_cq_err_entry e{};
+    e.op_context = context;
+    e.flags = flags;
+    e.len = len;
+    e.buf = buf;
+    e.data = data;
+    e.tag = tag;
+    e.olen = olen;
+    e.err = err;
+    e.prov_errno = prov_errno;
+    return e;
+}
+
 using ProvStrError = const char *(*)(int prov_errno);
 
 class Cq {
@@ -43,6 +64,7 @@ class Cq {
     Cq(uint32_t api_version, const fi_cq_attr &attr, size_t default_size, void *context,
        ProvStrError prov_strerror);
     ~Cq() {
+        if (set_) set_->leave(wait_.get());
         if (on_close_) on_close_();
     }
     Cq(const Cq &) = delete;
@@ -71,6 +93,13 @@ class Cq {
     ssize_t read(void *buf, size_t count, fi_addr_t *src);
     ssize_t readerr(fi_cq_err_entry *out, uint64_t flags);
     ssize_t sread(void *buf, size_t count, fi_addr_t *src, int timeout_ms);
+    // Wait objects (FI_WAIT_FD, FI_WAIT_POLLFD, FI_WAIT_UNSPEC; null otherwise).
+    WaitFd *wait() { return wait_.get(); }
+    int getwait(void *arg);
+    // fi_trywait: 0 once armed with nothing to read, -FI_EAGAIN when there is.
+    int trywait();
+    // fi_cq_signal: wake a reader blocked in sread.
+    int signal();
     const char *strerror(int prov_errno, const void *err_data, char *buf, size_t len);
 
   private:
@@ -92,6 +121,10 @@ class Cq {
     std::function<void()> on_close_;
     void (*notify_)(void *) = nullptr;
     void *notify_arg_ = nullptr;
+    fi_wait_obj wait_obj_;
+    std::unique_ptr<WaitFd> wait_;
+    WaitSet *set_ = nullptr;  // FI_WAIT_SET: the set this CQ's wait object belongs to
+    std::atomic<bool> signaled_{false};
 };
 
 }  // namespace softnic

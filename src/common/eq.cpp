@@ -61,9 +61,15 @@ const char *eq_strerror(int prov_errno, char *buf, size_t len) {
 }
 
 int Eq::check_attr(const fi_eq_attr &attr) {
-    if (!polled_wait_obj(attr.wait_obj))
+    if (!polled_wait_obj(attr.wait_obj) && attr.wait_obj != FI_WAIT_FD)
         SN_REJECT(-FI_ENOSYS, FI_LOG_EQ, "unsupported EQ wait object %d\n", attr.wait_obj);
     return 0;
+}
+
+int Eq::trywait() {
+    if (efd_ < 0) SN_REJECT(-FI_EINVAL, FI_LOG_EQ, "fi_trywait on an EQ without a wait fd\n");
+    SpinGuard g(lock_);
+    return events_.empty() && errors_.empty() ? 0 : -FI_EAGAIN;
 }
 
 Eq::Eq(const fi_eq_attr &attr, void *context, const EqRules &rules)

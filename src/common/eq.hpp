@@ -44,6 +44,8 @@ class Eq {
     ssize_t readerr(fi_eq_err_entry *out, uint64_t flags);
     ssize_t sread(uint32_t *event, void *buf, size_t len, int timeout_ms, uint64_t flags);
     int control(int command, void *arg);
+    // fi_trywait: 0 when nothing is queued (the eventfd is readable while events are).
+    int trywait();
 
   private:
     struct Event {

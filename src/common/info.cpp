@@ -91,6 +91,9 @@ bool domain_matches(const fi_info &o, const fi_info &h, uint32_t version) {
     if (d->av_type != FI_AV_UNSPEC && od.av_type != FI_AV_UNSPEC && d->av_type != od.av_type)
         MISMATCH("av_type\n");
     if (d->cq_data_size > od.cq_data_size) MISMATCH("cq_data_size\n");
+#if FI_MAJOR_VERSION >= 2
+    if (d->max_ep_auth_key > od.max_ep_auth_key) MISMATCH("max_ep_auth_key\n");
+#endif
     if (d->mr_key_size > od.mr_key_size) MISMATCH("mr_key_size\n");
     if (d->max_ep_tx_ctx > od.max_ep_tx_ctx) MISMATCH("max_ep_tx_ctx\n");
     if (d->max_ep_rx_ctx > od.max_ep_rx_ctx) MISMATCH("max_ep_rx_ctx\n");

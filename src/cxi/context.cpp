@@ -6,6 +6,7 @@
 #include <rdma/fi_cxi_ext.h>
 
 #include "common/log.hpp"
+#include "common/wait.hpp"
 #include "cxi/domain.hpp"
 #include "cxi/env.hpp"
 #include "transport/shm/shm_transport.hpp"
@@ -90,11 +91,12 @@ void Context::progress() {
     lock_.unlock();
 }
 
-// Work of our own, or MRs that remote operations may target while the application is
-// away (the hardware serves those without it).
+// Work of our own, MRs that remote operations may target while the application is
+// away (the hardware serves those without it), or an application asleep on a wait
+// object (the NIC would interrupt it; here progress must run to ring it).
 bool Context::offload_wanted() {
     return work_hint_.load(std::memory_order_relaxed) || domain_.mrs().any_remote() ||
-           domain_.deferred().ready();
+           domain_.deferred().ready() || WaitFd::armed_anywhere();
 }
 
 bool Context::offload_progress(bool readable) {

@@ -119,9 +119,10 @@ int Counter::control(int command, void *arg) {
             if (!arg) SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "NULL flags\n");
             op_flags_ = *static_cast<uint64_t *>(arg);
             return 0;
+        case FI_GETWAIT:
+            return getwait(arg);
         default:
-            SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "unsupported counter control %d (no wait object)\n",
-                      command);
+            SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "unsupported counter control %d\n", command);
     }
 }
 

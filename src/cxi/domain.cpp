@@ -9,6 +9,7 @@
 #include "common/av.hpp"
 #include "common/cntr.hpp"
 #include "common/cq.hpp"
+#include "common/poll_set.hpp"
 #include "cxi/addr.hpp"
 #include "cxi/amo.hpp"
 #include "cxi/counter.hpp"
@@ -84,8 +85,8 @@ int cq_open(fid_domain *d, fi_cq_attr *attr, fid_cq **cq, void *context) {
     });
 }
 
-int poll_open(fid_domain *, fi_poll_attr *, fid_poll **) {
-    SN_REJECT(-FI_ENOSYS, FI_LOG_DOMAIN, "poll sets are not supported\n");
+int poll_open(fid_domain *d, fi_poll_attr *attr, fid_poll **ps) {
+    return poll_set_open(dom_of(d)->refs(), attr, ps, true);
 }
 int stx_ctx(fid_domain *, fi_tx_attr *, fid_stx **, void *) {
     SN_REJECT(-FI_ENOSYS, FI_LOG_DOMAIN, "shared TX contexts are not supported\n");

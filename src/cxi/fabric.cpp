@@ -4,8 +4,11 @@
 
 #include <cstring>
 
+#include "common/cntr.hpp"
+#include "common/cq.hpp"
 #include "common/eq.hpp"
 #include "common/fi_api.hpp"
+#include "common/wait_set.hpp"
 #include "cxi/domain.hpp"
 
 namespace softnic::cxi {
@@ -32,12 +35,39 @@ int eq_open(fid_fabric *, fi_eq_attr *attr, fid_eq **eq, void *context) {
     });
 }
 
-int wait_open(fid_fabric *, fi_wait_attr *, fid_wait **) {
-    SN_REJECT(-FI_ENOSYS, FI_LOG_FABRIC, "wait sets are not supported\n");
+int wait_open(fid_fabric *f, fi_wait_attr *attr, fid_wait **ws) {
+    return WaitSet::open(owner_of<Fabric>(f)->refs(), attr, ws);
 }
 
-int trywait(fid_fabric *, fid **, int) {
-    SN_REJECT(-FI_ENOSYS, FI_LOG_FABRIC, "wait objects are not supported\n");
+// fi_trywait over CQs, counters and EQs with wait objects (common/wait.hpp): 0 once
+// every one is armed with nothing pending, else -FI_EAGAIN (an early one may stay
+// armed: it rings once, harmlessly).
+int trywait(fid_fabric *, fid **fids, int count) {
+    if (count < 0 || (count && !fids))
+        SN_REJECT(-FI_EINVAL, FI_LOG_FABRIC, "bad fid list for fi_trywait\n");
+    for (int i = 0; i < count; i++) {
+        fid *f = fids[i];
+        int ret;
+        switch (f ? f->fclass : -1) {
+            case FI_CLASS_CQ:
+                ret = owner_of_fid<Cq, fid_cq>(f)->trywait();
+                break;
+            case FI_CLASS_CNTR:
+                ret = owner_of_fid<Cntr, fid_cntr>(f)->trywait();
+                break;
+            case FI_CLASS_EQ:
+                ret = owner_of_fid<Eq, fid_eq>(f)->trywait();
+                break;
+            case FI_CLASS_WAIT:
+                ret = owner_of_fid<WaitSet, fid_wait>(f)->trywait();
+                break;
+            default:
+                SN_REJECT(-FI_EINVAL, FI_LOG_FABRIC, "fi_trywait on fid class %d\n",
+                          f ? int(f->fclass) : -1);
+        }
+        if (ret) return ret;
+    }
+    return 0;
 }
 
 int domain2(fid_fabric *fabric, fi_info *info, fid_domain **dom, uint64_t flags, void *ctx) {

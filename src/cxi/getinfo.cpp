@@ -69,6 +69,11 @@ fi_info *offer(const SoftNic &nic, bool prov_key, const AuthKey &dflt) {
     d.mr_iov_limit = 1;
     d.mr_cnt = 100;
     d.caps = kDomainCaps;
+#if FI_MAJOR_VERSION >= 2
+    d.max_ep_auth_key = 1;  // one key per endpoint: FI_AV_AUTH_KEY is not built yet
+    d.max_cntr_value = (1ULL << 48) - 1;
+    d.max_err_cntr_value = 127;
+#endif
     i->fabric_attr->name = strdup("cxi");
     i->fabric_attr->prov_version = kProviderVersion;
     i->nic = make_nic_info(nic, dflt.svc_id, dflt.vni);

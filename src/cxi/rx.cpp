@@ -207,17 +207,8 @@ void Context::complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *buf
     } else {
         if (cntr) cntr->inc_err();
         ErrorCompletion e;
-        e.entry = fi_cq_err_entry{op->context,
-                                  flags,
-                                  len,
-                                  buf,
-                                  m ? m->data : 0,
-                                  m ? m->tag : op->tag,
-                                  olen,
-                                  err,
-                                  err == FI_ETRUNC ? C_RC_OK : 0,
-                                  nullptr,
-                                  0};
+        e.entry = err_entry(op->context, flags, len, buf, m ? m->data : 0, m ? m->tag : op->tag,
+                            olen, err, err == FI_ETRUNC ? C_RC_OK : 0);
         e.src = src;
         if (err == FI_EADDRNOTAVAIL)
             e.err_data.assign(reinterpret_cast<uint8_t *>(&peer),

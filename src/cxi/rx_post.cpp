@@ -88,8 +88,7 @@ ssize_t Context::peek(const RecvArgs &a) {
     if (!m) {
         if (!rx_.cq) return 0;
         ErrorCompletion e;
-        e.entry =
-            fi_cq_err_entry{a.context, flags, 0, nullptr, 0, a.tag, 0, FI_ENOMSG, 0, nullptr, 0};
+        e.entry = err_entry(a.context, flags, 0, nullptr, 0, a.tag, 0, FI_ENOMSG, 0);
         rx_.cq->push_error(e);
         return 0;
     }
@@ -132,8 +131,7 @@ int Context::cancel(void *context) {
     if (Cntr *c = op->triggered ? op->trig_cntr : rx_.cntr) c->inc_err();
     ErrorCompletion e;
     uint64_t flags = (op->tagged ? FI_TAGGED : FI_MSG) | FI_RECV | (multi ? FI_MULTI_RECV : 0);
-    e.entry =
-        fi_cq_err_entry{context, flags, 0, nullptr, 0, op->tag, 0, FI_ECANCELED, 0, nullptr, 0};
+    e.entry = err_entry(context, flags, 0, nullptr, 0, op->tag, 0, FI_ECANCELED, 0);
     if (rx_.cq) rx_.cq->push_error(e);
     release_recv(op);
     return 0;

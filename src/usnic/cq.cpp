@@ -58,8 +58,16 @@ fi_ops cq_fid_ops = make_fid_ops(cq_close, fid_no_bind, cq_control, fid_no_ops_o
 
 }  // namespace
 
+namespace {
+// usnic's wait object is its own (an epoll set over the sockets): the shared CQ has none.
+fi_cq_attr without_wait(fi_cq_attr a) {
+    a.wait_obj = FI_WAIT_NONE;
+    return a;
+}
+}  // namespace
+
 UCq::UCq(Domain *domain, const fi_cq_attr &attr, void *context)
-    : core_(domain->api_version(), attr, kMaxCqSize, context, nullptr),
+    : core_(domain->api_version(), without_wait(attr), kMaxCqSize, context, nullptr),
       domain_(domain),
       wait_obj_(attr.wait_obj),
       context_format_(attr.format == FI_CQ_FORMAT_UNSPEC || attr.format == FI_CQ_FORMAT_CONTEXT) {

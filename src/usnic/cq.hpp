@@ -43,7 +43,5 @@ class UCq {
 
 int cq_open(Domain *domain, fi_cq_attr *attr, fid_cq **cq, void *context);
 int cq_trywait(fid_cq *cq);
-// Poll sets over CQs (poll_set.cpp).
-int poll_open(Domain *domain, fi_poll_attr *attr, fid_poll **out);
 
 }  // namespace softnic::usnic

@@ -7,6 +7,7 @@
 #include "common/eq.hpp"
 #include "common/fi_api.hpp"
 #include "common/log.hpp"
+#include "common/poll_set.hpp"
 #include "usnic/addr.hpp"
 #include "usnic/av.hpp"
 #include "usnic/cq.hpp"
@@ -94,7 +95,7 @@ int dom_cntr_open(fid_domain *, fi_cntr_attr *, fid_cntr **, void *) {
     SN_REJECT(-FI_ENOSYS, FI_LOG_DOMAIN, "usnic has no counters\n");
 }
 int dom_poll_open(fid_domain *d, fi_poll_attr *attr, fid_poll **ps) {
-    return guarded([&] { return poll_open(Domain::of(d), attr, ps); });
+    return poll_set_open(Domain::of(d)->refs(), attr, ps, false);  // usnic has no counters
 }
 int dom_stx_ctx(fid_domain *, fi_tx_attr *, fid_stx **, void *) {
     SN_REJECT(-FI_ENOSYS, FI_LOG_DOMAIN, "usnic has no shared transmit contexts\n");

@@ -333,7 +333,7 @@ Endpoint::Endpoint(fid_domain *domain, const fi_info *info, const EpOptions &o)
     fi_cq_attr ca{};
     ca.format = FI_CQ_FORMAT_TAGGED;
     ca.size = o.cq_size;
-    ca.wait_obj = FI_WAIT_NONE;
+    ca.wait_obj = o.cq_wait;
     const bool readfrom = (info_->caps & FI_SOURCE) != 0;
     tx_ = std::make_unique<Cq>(domain, ca, readfrom);
     if (!o.shared_cq) rx_ = std::make_unique<Cq>(domain, ca, readfrom);

@@ -162,6 +162,7 @@ struct EpOptions {
     int rx_ctx_bits = 0;
     const char *av_name = nullptr;  // named (shared) AV
     size_t cq_size = 0;
+    fi_wait_obj cq_wait = FI_WAIT_NONE;  // wait object of both CQs
     uint64_t tx_cq_flags = FI_TRANSMIT;  // may add FI_SELECTIVE_COMPLETION
     uint64_t rx_cq_flags = FI_RECV;
     bool shared_cq = false;  // one CQ bound for both directions

@@ -400,7 +400,8 @@ const BadHint kBadHints[] = {
      [](fi_info &h) { h.fabric_attr->prov_version = FI_VERSION(2, 0); }},
     {"dgram_proto_rudp", FI_EP_DGRAM, [](fi_info &h) { h.ep_attr->protocol = FI_PROTO_RUDP; }},
     {"dgram_proto_tcp", FI_EP_DGRAM, [](fi_info &h) { h.ep_attr->protocol = FI_PROTO_SOCK_TCP; }},
-    {"ep_sock_stream", FI_EP_SOCK_STREAM, [](fi_info &) {}},
+    // 4 is FI_EP_SOCK_STREAM of 1.x (2.x removed it; its headers alias the name to UNSPEC).
+    {"ep_sock_stream", static_cast<fi_ep_type>(4), [](fi_info &) {}},
     {"auth_key", FI_EP_DGRAM,
      [](fi_info &h) {
          h.domain_attr->auth_key = static_cast<uint8_t *>(calloc(1, 8));

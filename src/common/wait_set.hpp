@@ -1,0 +1,53 @@
+// Wait sets (fi_wait_open): CQs and counters opened with FI_WAIT_SET and the set in
+// attr->wait_set join it; fi_wait sleeps until one of them has something (each member
+// keeps its own WaitFd, which the set's epoll descriptor watches). The set's wait
+// object is FI_WAIT_UNSPEC or FI_WAIT_FD (the epoll descriptor, for FI_GETWAIT).
+#pragma once
+
+#include <rdma/fi_eq.h>
+
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "common/fid.hpp"
+#include "common/wait.hpp"
+
+namespace softnic {
+
+class WaitSet {
+  public:
+    // `fabric_refs` is held while the set lives.
+    static int open(RefCount &fabric_refs, fi_wait_attr *attr, fid_wait **out);
+    static WaitSet *of(fid_wait *f) { return owner_of<WaitSet>(f); }
+    ~WaitSet();
+
+    fid_wait *fid() { return &handle_.fid; }
+    RefCount &refs() { return refs_; }
+    // A member: its wait object and a check that progresses it and says whether it
+    // has something for the application.
+    void join(WaitFd *w, std::function<bool()> ready);
+    void leave(WaitFd *w);
+    int wait(int timeout_ms);
+    int trywait();
+    int getwait(void *arg);
+
+  private:
+    WaitSet(RefCount &fabric_refs, fi_wait_obj kind, int epfd);
+    bool any_ready();
+    void arm_all(bool on);
+
+    struct Member {
+        WaitFd *w;
+        std::function<bool()> ready;
+    };
+    Handle<fid_wait, WaitSet> handle_;
+    RefCount &fabric_refs_;
+    fi_wait_obj kind_;
+    int epfd_;
+    std::mutex lock_;
+    std::vector<Member> members_;
+    RefCount refs_;
+};
+
+}  // namespace softnic
