@@ -62,21 +62,27 @@ WaitSet::~WaitSet() {
 }
 
 void WaitSet::join(WaitFd *w, std::function<bool()> ready) {
+    join(
+        w, w->fd(), [w](bool on) { on ? w->arm() : w->disarm(); }, std::move(ready));
+}
+
+void WaitSet::join(const void *key, int fd, std::function<void(bool)> arm,
+                   std::function<bool()> ready) {
     std::lock_guard<std::mutex> g(lock_);
     epoll_event ev{};
     ev.events = EPOLLIN;
-    ev.data.ptr = w;
-    epoll_ctl(epfd_, EPOLL_CTL_ADD, w->fd(), &ev);
-    members_.push_back({w, std::move(ready)});
+    ev.data.fd = fd;
+    epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev);
+    members_.push_back({key, fd, std::move(arm), std::move(ready)});
     refs_.get();
 }
 
-void WaitSet::leave(WaitFd *w) {
+void WaitSet::leave(const void *key) {
     std::lock_guard<std::mutex> g(lock_);
-    auto it =
-        std::find_if(members_.begin(), members_.end(), [w](const Member &m) { return m.w == w; });
+    auto it = std::find_if(members_.begin(), members_.end(),
+                           [key](const Member &m) { return m.key == key; });
     if (it == members_.end()) return;
-    epoll_ctl(epfd_, EPOLL_CTL_DEL, w->fd(), nullptr);
+    epoll_ctl(epfd_, EPOLL_CTL_DEL, it->fd, nullptr);
     members_.erase(it);
     refs_.put();
 }
@@ -89,7 +95,7 @@ bool WaitSet::any_ready() {
 void WaitSet::arm_all(bool on) {
     std::lock_guard<std::mutex> g(lock_);
     for (Member &m : members_)
-        on ? m.w->arm() : m.w->disarm();
+        m.arm(on);
 }
 
 // As sleep_until (wait.hpp), over every member: slices of kNapMs with progress between.

@@ -27,7 +27,10 @@ class WaitSet {
     // A member: its wait object and a check that progresses it and says whether it
     // has something for the application.
     void join(WaitFd *w, std::function<bool()> ready);
-    void leave(WaitFd *w);
+    // A member with a wait object of its own kind: `key` names it, `fd` turns readable
+    // when it is rung or has input, `arm(on)` arms and disarms it.
+    void join(const void *key, int fd, std::function<void(bool)> arm, std::function<bool()> ready);
+    void leave(const void *key);
     int wait(int timeout_ms);
     int trywait();
     int getwait(void *arg);
@@ -38,7 +41,9 @@ class WaitSet {
     void arm_all(bool on);
 
     struct Member {
-        WaitFd *w;
+        const void *key;
+        int fd;
+        std::function<void(bool)> arm;
         std::function<bool()> ready;
     };
     Handle<fid_wait, WaitSet> handle_;

@@ -74,7 +74,7 @@ UCq::UCq(Domain *domain, const fi_cq_attr &attr, void *context)
     core_.ext = this;
     core_.fid()->fid.ops = &cq_fid_ops;
     core_.fid()->ops = &cq_ops;
-    if (wait_obj_ == FI_WAIT_FD) {
+    if (wait_obj_ == FI_WAIT_FD || wait_obj_ == FI_WAIT_SET) {
         epfd_ = epoll_create1(EPOLL_CLOEXEC);
         efd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         if (epfd_ < 0 || efd_ < 0) {
@@ -88,10 +88,20 @@ UCq::UCq(Domain *domain, const fi_cq_attr &attr, void *context)
         epoll_ctl(epfd_, EPOLL_CTL_ADD, efd_, &ev);
         core_.set_notify(&UCq::notify, this);
     }
+    if (wait_obj_ == FI_WAIT_SET) {  // the set watches our epoll descriptor
+        set_ = WaitSet::of(attr.wait_set);
+        set_->join(
+            this, epfd_, [this](bool on) { set_armed(on); },
+            [this] {
+                core_.progress().run();
+                return !core_.empty();
+            });
+    }
     domain_->refs().get();
 }
 
 UCq::~UCq() {
+    if (set_) set_->leave(this);
     if (epfd_ >= 0) close(epfd_);
     if (efd_ >= 0) close(efd_);
     domain_->refs().put();
@@ -103,6 +113,14 @@ void UCq::notify(void *self) {
     uint64_t one = 1;
     ssize_t r = write(cq->efd_, &one, sizeof(one));
     (void)r;
+}
+
+void UCq::set_armed(bool on) {
+    uint64_t v;
+    if (on && read(efd_, &v, sizeof(v)) < 0) {
+        // nothing was pending
+    }
+    armed_.store(on, std::memory_order_release);
 }
 
 void UCq::attach(int sock_fd) {
@@ -119,7 +137,8 @@ void UCq::detach(int sock_fd) {
 
 int UCq::trywait() {
     if (wait_obj_ == FI_WAIT_UNSPEC) return 0;
-    if (wait_obj_ != FI_WAIT_FD) SN_REJECT(-FI_EINVAL, FI_LOG_CQ, "CQ has no wait fd\n");
+    if (wait_obj_ != FI_WAIT_FD && wait_obj_ != FI_WAIT_SET)
+        SN_REJECT(-FI_EINVAL, FI_LOG_CQ, "CQ has no wait fd\n");
     core_.progress().run();
     if (!core_.empty()) return -FI_EAGAIN;
     uint64_t v;
@@ -168,6 +187,9 @@ int cq_open(Domain *domain, fi_cq_attr *attr, fid_cq **cq, void *context) {
         case FI_WAIT_NONE:
         case FI_WAIT_UNSPEC:
         case FI_WAIT_FD:
+            break;
+        case FI_WAIT_SET:
+            if (!attr->wait_set) SN_REJECT(-FI_EINVAL, FI_LOG_CQ, "FI_WAIT_SET without a set\n");
             break;
         default:
             SN_REJECT(-FI_ENOSYS, FI_LOG_CQ, "CQ wait object %d is not supported\n",

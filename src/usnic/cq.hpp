@@ -8,6 +8,7 @@
 #include <atomic>
 
 #include "common/cq.hpp"
+#include "common/wait_set.hpp"
 
 namespace softnic::usnic {
 
@@ -33,12 +34,14 @@ class UCq {
 
   private:
     static void notify(void *self);
+    void set_armed(bool on);  // for a wait set: drain the eventfd and arm, or disarm
     Cq core_;
     Domain *domain_;
     fi_wait_obj wait_obj_;
     bool context_format_;
     int epfd_ = -1, efd_ = -1;
     std::atomic<bool> armed_{false};
+    WaitSet *set_ = nullptr;  // FI_WAIT_SET: the common wait set watching epfd_
 };
 
 int cq_open(Domain *domain, fi_cq_attr *attr, fid_cq **cq, void *context);

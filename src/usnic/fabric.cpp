@@ -8,6 +8,7 @@
 #include "common/eq.hpp"
 #include "common/fi_api.hpp"
 #include "common/log.hpp"
+#include "common/wait_set.hpp"
 #include "usnic/cq.hpp"
 #include "usnic/domain.hpp"
 #include "usnic/pep.hpp"
@@ -140,8 +141,8 @@ int fabric_eq_open(fid_fabric *, fi_eq_attr *attr, fid_eq **eq, void *context) {
     });
 }
 
-int fabric_wait_open(fid_fabric *, fi_wait_attr *, fid_wait **) {
-    SN_REJECT(-FI_ENOSYS, FI_LOG_FABRIC, "wait sets are not supported yet\n");
+int fabric_wait_open(fid_fabric *f, fi_wait_attr *attr, fid_wait **ws) {
+    return WaitSet::open(owner_of<Fabric>(f)->refs(), attr, ws);
 }
 
 int fabric_trywait(fid_fabric *, fid **fids, int count) {
@@ -149,9 +150,13 @@ int fabric_trywait(fid_fabric *, fid **fids, int count) {
     for (int i = 0; i < count; i++) {
         if (!fids[i]) SN_REJECT(-FI_EINVAL, FI_LOG_FABRIC, "NULL fid\n");
         if (fids[i]->fclass == FI_CLASS_EQ) continue;
-        if (fids[i]->fclass != FI_CLASS_CQ)
-            SN_REJECT(-FI_EINVAL, FI_LOG_FABRIC, "fi_trywait takes CQs and EQs\n");
-        int ret = cq_trywait(reinterpret_cast<fid_cq *>(fids[i]));
+        int ret;
+        if (fids[i]->fclass == FI_CLASS_WAIT)
+            ret = owner_of_fid<WaitSet, fid_wait>(fids[i])->trywait();
+        else if (fids[i]->fclass == FI_CLASS_CQ)
+            ret = cq_trywait(reinterpret_cast<fid_cq *>(fids[i]));
+        else
+            SN_REJECT(-FI_EINVAL, FI_LOG_FABRIC, "fi_trywait takes CQs, EQs and wait sets\n");
         if (ret) return ret;
     }
     return 0;

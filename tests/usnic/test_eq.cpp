@@ -112,16 +112,30 @@ TEST_F(EqTest, Strerror) {
     EXPECT_GT(std::strlen(s), 0u);
 }
 
-// Wait sets are not built yet: fi_wait_open says so (docs/man/fi_usnic.7.md).
-TEST_F(EqTest, WaitSetsAreRefusedUntilBuilt) {
+// Wait sets (src/common/wait_set): a CQ opened with FI_WAIT_SET joins; fi_wait times
+// out while it is empty; the set cannot close before its members. (Traffic through a
+// wait set: fabtests' fi_dgram_waitset.)
+TEST_F(EqTest, WaitSetTakesCqs) {
     fi_wait_attr wattr{};
     wattr.wait_obj = FI_WAIT_FD;
     Fid<fid_wait> ws;
-    EXPECT_RC(-FI_ENOSYS, USNICT_OPEN(ws, fi_wait_open(fabric(), &wattr, OUT)));
+    ASSERT_OK(USNICT_OPEN(ws, fi_wait_open(fabric(), &wattr, OUT)));
+    int fd = -1;
+    ASSERT_OK(fi_control(ws.fid(), FI_GETWAIT, &fd));
+    EXPECT_GE(fd, 0);
     fi_cq_attr cattr{};
     cattr.wait_obj = FI_WAIT_SET;
     Fid<fid_cq> cq;
-    EXPECT_RC(-FI_ENOSYS, USNICT_OPEN(cq, fi_cq_open(domain(), &cattr, OUT, nullptr)));
+    EXPECT_RC(-FI_EINVAL, USNICT_OPEN(cq, fi_cq_open(domain(), &cattr, OUT, nullptr)))
+        << "FI_WAIT_SET without a set";
+    cattr.wait_set = ws.get();
+    ASSERT_OK(USNICT_OPEN(cq, fi_cq_open(domain(), &cattr, OUT, nullptr)));
+    EXPECT_RC(-FI_ETIMEDOUT, fi_wait(ws.get(), 20));
+    fid *fids[] = {ws.fid()};
+    EXPECT_OK(fi_trywait(fabric(), fids, 1));
+    EXPECT_RC(-FI_EBUSY, ws.close()) << "a member is left";
+    ASSERT_OK(cq.close());
+    EXPECT_OK(ws.close());
 }
 
 // A poll set over the receive CQ of a DGRAM pair.

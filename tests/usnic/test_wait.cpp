@@ -35,7 +35,7 @@ TEST_F(WaitTest, CqWaitObjectChoices) {
     EXPECT_OK(open_cq_rc(FI_WAIT_NONE));
     EXPECT_OK(open_cq_rc(FI_WAIT_UNSPEC));
     EXPECT_OK(open_cq_rc(FI_WAIT_FD));
-    EXPECT_RC(-FI_ENOSYS, open_cq_rc(FI_WAIT_SET));
+    EXPECT_RC(-FI_EINVAL, open_cq_rc(FI_WAIT_SET)) << "FI_WAIT_SET without a set";
     EXPECT_RC(-FI_ENOSYS, open_cq_rc(FI_WAIT_MUTEX_COND));
     EXPECT_RC(-FI_ENOSYS, open_cq_rc(FI_WAIT_YIELD));
 }
