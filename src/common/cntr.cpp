@@ -61,25 +61,21 @@ int Cntr::check_attr(const fi_cntr_attr &attr) {
         SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "FI_WAIT_SET without a wait set\n");
     if (!polled_wait_obj(attr.wait_obj) && !WaitFd::serves(attr.wait_obj) &&
         attr.wait_obj != FI_WAIT_SET)
-        SN_REJECT(-FI_ENOSYS, FI_LOG_CNTR,
-                  "unsupported counter wait object %d (wait sets: not yet)\n", attr.wait_obj);
+        SN_REJECT(-FI_ENOSYS, FI_LOG_CNTR, "unsupported counter wait object %d\n", attr.wait_obj);
     if (attr.flags & ~(1ULL << 32))
         SN_REJECT(-FI_ENOSYS, FI_LOG_CNTR, "unsupported counter flags 0x%lx\n", attr.flags);
     return 0;
 }
 
 Cntr::Cntr(const fi_cntr_attr &attr, void *context)
-    : events_(attr.events), wait_obj_(attr.wait_obj) {
-    if (WaitFd::serves(wait_obj_) || wait_obj_ == FI_WAIT_SET) wait_ = std::make_unique<WaitFd>();
-    if (wait_obj_ == FI_WAIT_SET) {
-        set_ = WaitSet::of(attr.wait_set);
-        set_->join(wait_.get(), [this] {  // a change since the set last reported one
-            uint64_t v = read() + readerr();
-            bool changed = v != set_seen_;
-            set_seen_ = v;
-            return changed;
-        });
-    }
+    : events_(attr.events),
+      wait_obj_(attr.wait_obj),
+      wait_(attr.wait_obj, attr.wait_set, [this, seen = uint64_t{0}]() mutable {
+          uint64_t v = read() + readerr();  // a change since the set last reported one
+          bool changed = v != seen;
+          seen = v;
+          return changed;
+      }) {
     handle_.owner = this;
     handle_.fid.fid.fclass = FI_CLASS_CNTR;
     handle_.fid.fid.context = context;
@@ -145,7 +141,7 @@ int Cntr::wait(uint64_t threshold, int timeout_ms) {
 }
 
 int Cntr::getwait(void *arg) {
-    if (!wait_ || wait_obj_ == FI_WAIT_UNSPEC || set_)
+    if (!wait_ || wait_obj_ == FI_WAIT_UNSPEC || wait_.in_set())
         SN_REJECT(-FI_ENODATA, FI_LOG_CNTR, "counter has no FD or POLLFD wait object\n");
     return wait_->getwait(wait_obj_, arg);
 }

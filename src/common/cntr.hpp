@@ -4,7 +4,6 @@
 #include <rdma/fi_domain.h>
 
 #include <atomic>
-#include <memory>
 
 #include "common/fid.hpp"
 #include "common/progress.hpp"
@@ -20,9 +19,7 @@ class Cntr {
 
     static int check_attr(const fi_cntr_attr &attr);
     Cntr(const fi_cntr_attr &attr, void *context);
-    virtual ~Cntr() {
-        if (set_) set_->leave(wait_.get());
-    }
+    virtual ~Cntr() = default;
     Cntr(const Cntr &) = delete;
     Cntr &operator=(const Cntr &) = delete;
 
@@ -64,12 +61,10 @@ class Cntr {
     Handle<fid_cntr, Cntr> handle_;
     int events_;
     fi_wait_obj wait_obj_;
-    std::unique_ptr<WaitFd> wait_;
-    WaitSet *set_ = nullptr;  // FI_WAIT_SET: the set this counter's wait object belongs to
-    uint64_t set_seen_ = 0;   // the values the set last reported (value + errors)
     std::atomic<uint64_t> value_{0}, err_{0};
     ProgressList progress_;
     RefCount refs_;
+    MemberWait wait_;  // last: a wait set may ask it about the members above
 };
 
 // The fid ops shared by every provider's counters; providers may extend ops_open.

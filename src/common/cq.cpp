@@ -100,15 +100,11 @@ Cq::Cq(uint32_t api_version, const fi_cq_attr &attr, size_t default_size, void *
       entry_size_(entry_size_of(format_)),
       prov_strerror_(prov_strerror),
       ring_(attr.size ? attr.size : default_size),
-      wait_obj_(attr.wait_obj) {
-    if (WaitFd::serves(wait_obj_) || wait_obj_ == FI_WAIT_SET) wait_ = std::make_unique<WaitFd>();
-    if (wait_obj_ == FI_WAIT_SET) {
-        set_ = WaitSet::of(attr.wait_set);
-        set_->join(wait_.get(), [this] {
-            progress_.run();
-            return !empty();
-        });
-    }
+      wait_obj_(attr.wait_obj),
+      wait_(attr.wait_obj, attr.wait_set, [this] {
+          progress_.run();
+          return !empty();
+      }) {
     handle_.owner = this;
     handle_.fid.fid.fclass = FI_CLASS_CQ;
     handle_.fid.fid.context = context;
@@ -209,7 +205,7 @@ ssize_t Cq::sread(void *buf, size_t count, fi_addr_t *src, int timeout_ms) {
 }
 
 int Cq::getwait(void *arg) {
-    if (!wait_ || wait_obj_ == FI_WAIT_UNSPEC || set_)
+    if (!wait_ || wait_obj_ == FI_WAIT_UNSPEC || wait_.in_set())
         SN_REJECT(-FI_ENODATA, FI_LOG_CQ, "CQ has no FD or POLLFD wait object\n");
     return wait_->getwait(wait_obj_, arg);
 }

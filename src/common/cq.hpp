@@ -6,7 +6,6 @@
 
 #include <deque>
 #include <functional>
-#include <memory>
 #include <vector>
 
 #include "common/fid.hpp"
@@ -64,7 +63,6 @@ class Cq {
     Cq(uint32_t api_version, const fi_cq_attr &attr, size_t default_size, void *context,
        ProvStrError prov_strerror);
     ~Cq() {
-        if (set_) set_->leave(wait_.get());
         if (on_close_) on_close_();
     }
     Cq(const Cq &) = delete;
@@ -93,8 +91,7 @@ class Cq {
     ssize_t read(void *buf, size_t count, fi_addr_t *src);
     ssize_t readerr(fi_cq_err_entry *out, uint64_t flags);
     ssize_t sread(void *buf, size_t count, fi_addr_t *src, int timeout_ms);
-    // Wait objects (FI_WAIT_FD, FI_WAIT_POLLFD, FI_WAIT_UNSPEC; null otherwise).
-    WaitFd *wait() { return wait_.get(); }
+    // Wait objects (FI_WAIT_FD, FI_WAIT_POLLFD, FI_WAIT_UNSPEC, FI_WAIT_SET).
     int getwait(void *arg);
     // fi_trywait: 0 once armed with nothing to read, -FI_EAGAIN when there is.
     int trywait();
@@ -122,9 +119,8 @@ class Cq {
     void (*notify_)(void *) = nullptr;
     void *notify_arg_ = nullptr;
     fi_wait_obj wait_obj_;
-    std::unique_ptr<WaitFd> wait_;
-    WaitSet *set_ = nullptr;  // FI_WAIT_SET: the set this CQ's wait object belongs to
     std::atomic<bool> signaled_{false};
+    MemberWait wait_;  // last: a wait set may ask it about the members above
 };
 
 }  // namespace softnic

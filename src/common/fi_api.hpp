@@ -20,7 +20,6 @@
 namespace softnic {
 
 constexpr uint32_t kBuiltApi = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION);
-constexpr bool kApi2 = FI_MAJOR_VERSION >= 2;
 
 // Removed or deprecated in 2.x; the values of 1.x.
 constexpr int kMrUnspec = 0;
@@ -29,7 +28,6 @@ constexpr int kMrScalable = 1 << 1;
 constexpr uint64_t kLocalMrMode = 1ULL << 55;  // FI_LOCAL_MR
 constexpr uint64_t kRegMrFlag = 1ULL << 59;    // FI_REG_MR (asynchronous registration)
 constexpr uint64_t kOrderNone = 0;
-constexpr uint64_t kProvSpecific = 1U << 31;  // FI_PROV_SPECIFIC
 
 // Bytes of fi_cq_err_entry that a caller of API `api` owns.
 constexpr size_t cq_err_entry_size(uint32_t api) {

@@ -57,8 +57,11 @@ class WaitFd {
 // (negative: none) elapsed first.
 constexpr int kNapMs = 1;
 
-template <class Ready>
-bool sleep_until(WaitFd &w, int timeout_ms, Ready &&ready) {
+// The loop behind sleep_until and fi_wait on a wait set: `arm(true)` arms what rings,
+// `sleep(ms)` sleeps on it, `arm(false)` disarms. ready() may consume what it finds
+// (sread reads into the caller's buffer), so a true answer ends the loop at once.
+template <class Ready, class Arm, class Sleep>
+bool nap_until(int timeout_ms, Ready &&ready, Arm &&arm, Sleep &&sleep) {
     using clock = std::chrono::steady_clock;
     const auto deadline = clock::now() + std::chrono::milliseconds(timeout_ms);
     for (;;) {
@@ -70,13 +73,19 @@ bool sleep_until(WaitFd &w, int timeout_ms, Ready &&ready) {
             if (left.count() <= 0) return false;
             if (left.count() < slice) slice = static_cast<int>(left.count());
         }
-        w.arm();
-        if (ready()) {
-            w.disarm();
-            return true;
-        }
-        w.sleep(slice);
+        arm(true);
+        const bool now = ready();  // ready() may consume what it found: never ask twice
+        if (!now) sleep(slice);
+        arm(false);
+        if (now) return true;
     }
+}
+
+template <class Ready>
+bool sleep_until(WaitFd &w, int timeout_ms, Ready &&ready) {
+    return nap_until(
+        timeout_ms, ready, [&w](bool on) { on ? w.arm() : w.disarm(); },
+        [&w](int ms) { w.sleep(ms); });
 }
 
 }  // namespace softnic

@@ -100,24 +100,13 @@ void WaitSet::arm_all(bool on) {
 
 // As sleep_until (wait.hpp), over every member: slices of kNapMs with progress between.
 int WaitSet::wait(int timeout_ms) {
-    using clock = std::chrono::steady_clock;
-    const auto deadline = clock::now() + std::chrono::milliseconds(timeout_ms);
-    for (;;) {
-        if (any_ready()) return 0;
-        int slice = kNapMs;
-        if (timeout_ms >= 0) {
-            auto left =
-                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
-            if (left.count() <= 0) return -FI_ETIMEDOUT;
-            slice = std::min<int>(slice, static_cast<int>(left.count()));
-        }
-        arm_all(true);
-        if (!any_ready()) {
+    bool got = nap_until(
+        timeout_ms, [this] { return any_ready(); }, [this](bool on) { arm_all(on); },
+        [this](int ms) {
             epoll_event ev[8];
-            epoll_wait(epfd_, ev, 8, slice);
-        }
-        arm_all(false);
-    }
+            epoll_wait(epfd_, ev, 8, ms);
+        });
+    return got ? 0 : -FI_ETIMEDOUT;
 }
 
 int WaitSet::trywait() {
@@ -126,6 +115,18 @@ int WaitSet::trywait() {
     if (!any_ready()) return 0;
     arm_all(false);
     return -FI_EAGAIN;
+}
+
+MemberWait::MemberWait(fi_wait_obj kind, fid_wait *set, std::function<bool()> ready) {
+    if (!WaitFd::serves(kind) && kind != FI_WAIT_SET) return;
+    w_ = std::make_unique<WaitFd>();
+    if (kind != FI_WAIT_SET) return;
+    set_ = WaitSet::of(set);
+    set_->join(w_.get(), std::move(ready));
+}
+
+MemberWait::~MemberWait() {
+    if (set_) set_->leave(w_.get());
 }
 
 int WaitSet::getwait(void *arg) {

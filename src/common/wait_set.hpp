@@ -7,6 +7,7 @@
 #include <rdma/fi_eq.h>
 
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -53,6 +54,27 @@ class WaitSet {
     std::mutex lock_;
     std::vector<Member> members_;
     RefCount refs_;
+};
+
+// The wait object of a CQ or counter opened with `kind`: none (it polls), a WaitFd of
+// its own (FI_WAIT_FD, POLLFD, UNSPEC), or a WaitFd in the wait set `set` (FI_WAIT_SET),
+// which asks `ready` whether the owner has something. It leaves the set when destroyed,
+// so owners declare it after what `ready` reads.
+class MemberWait {
+  public:
+    MemberWait(fi_wait_obj kind, fid_wait *set, std::function<bool()> ready);
+    ~MemberWait();
+    MemberWait(const MemberWait &) = delete;
+    MemberWait &operator=(const MemberWait &) = delete;
+
+    explicit operator bool() const { return w_ != nullptr; }
+    WaitFd *operator->() const { return w_.get(); }
+    WaitFd &operator*() const { return *w_; }
+    bool in_set() const { return set_ != nullptr; }
+
+  private:
+    std::unique_ptr<WaitFd> w_;
+    WaitSet *set_ = nullptr;
 };
 
 }  // namespace softnic

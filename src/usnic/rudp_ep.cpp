@@ -159,29 +159,26 @@ ssize_t RudpEp::send(const Op &op) {
     }
     if (tx_.size() >= tx_size_) return -FI_EAGAIN;
     if (!ch->alive()) return -FI_EHOSTUNREACH;
-    iovec payload[kMaxIov];
-    if (!payload_iov(op, payload)) return -FI_EINVAL;
     TxOp &t = tx_.emplace_back();
+    if (!payload_iov(op, t.iov)) {
+        tx_.pop_back();
+        return -FI_EINVAL;
+    }
+    t.count = op.count;
     t.context = op.context;
     t.signal = op.signal;
     t.ch = ch;
-    for (size_t i = 0; i < op.count; i++)
-        t.len += payload[i].iov_len;
-    if (op.flags & FI_INJECT) {
+    for (size_t i = 0; i < t.count; i++)
+        t.len += t.iov[i].iov_len;
+    if ((op.flags & FI_INJECT) && t.len <= sizeof(t.inject)) {
         // The buffer is the caller's again on return: keep a copy.
-        if (t.len <= sizeof(t.inject)) {
-            size_t off = 0;
-            for (size_t i = 0; i < op.count; i++) {
-                std::memcpy(t.inject + off, payload[i].iov_base, payload[i].iov_len);
-                off += payload[i].iov_len;
-            }
-            t.iov[0] = iovec{t.inject, t.len};
-            t.count = 1;
+        size_t off = 0;
+        for (size_t i = 0; i < t.count; i++) {
+            std::memcpy(t.inject + off, t.iov[i].iov_base, t.iov[i].iov_len);
+            off += t.iov[i].iov_len;
         }
-    }
-    if (!t.count) {
-        std::copy(payload, payload + op.count, t.iov);
-        t.count = op.count;
+        t.iov[0] = iovec{t.inject, t.len};
+        t.count = 1;
     }
     pump(t);
     work_.store(true, std::memory_order_relaxed);
@@ -229,14 +226,15 @@ bool RudpEp::pump(TxOp &op) {
 ssize_t RudpEp::recv(const Op &op) {
     SpinGuard g(lock_);
     if (rx_.size() >= rx_size_) return -FI_EAGAIN;
-    iovec payload[kMaxIov];
-    if (!payload_iov(op, payload)) return -FI_EINVAL;
     RxOp &r = rx_.emplace_back();
-    std::copy(payload, payload + op.count, r.iov);
+    if (!payload_iov(op, r.iov)) {
+        rx_.pop_back();
+        return -FI_EINVAL;
+    }
     r.count = op.count;
     r.context = op.context;
     for (size_t i = 0; i < op.count; i++)
-        r.cap += payload[i].iov_len;
+        r.cap += r.iov[i].iov_len;
     work_.store(true, std::memory_order_relaxed);
     return 0;
 }
