@@ -216,9 +216,12 @@ int Av::insert(const void *addr, size_t count, fi_addr_t *fi_addr, uint64_t flag
     int inserted = 0;
     auto *bytes = static_cast<const uint8_t *>(addr);
     for (size_t n = 0; n < count; n++) {
-        const uint8_t *a = bytes + n * addressing_.addrlen;
+        // Widened into a zeroed buffer: the provider reads its full address struct, and a
+        // caller's address may be shorter (cxi's 4-byte form for applications before 1.20).
+        std::array<uint8_t, kMaxAddrLen> a{};
+        std::memcpy(a.data(), bytes + n * addressing_.addrlen, addressing_.addrlen);
         fi_addr_t id = user_ids ? fi_addr[n] : FI_ADDR_NOTAVAIL;
-        fi_addr_t r = addressing_.valid(a) ? insert_one(a, id) : FI_ADDR_NOTAVAIL;
+        fi_addr_t r = addressing_.valid(a.data()) ? insert_one(a.data(), id) : FI_ADDR_NOTAVAIL;
         if (r == FI_ADDR_NOTAVAIL)
             SN_WARN(FI_LOG_AV, "address %zu is invalid\n", n);
         else
@@ -272,7 +275,9 @@ int Av::lookup(fi_addr_t fi_addr, void *addr, size_t *addrlen) {
 
 const char *Av::straddr(const void *addr, char *buf, size_t *len) {
     if (!addr || !len) return nullptr;
-    std::string s = addressing_.to_string(addr);
+    std::array<uint8_t, kMaxAddrLen> a{};  // widened, as in insert
+    std::memcpy(a.data(), addr, addressing_.addrlen);
+    std::string s = addressing_.to_string(a.data());
     size_t need = s.size() + 1;
     if (buf && *len) {
         std::strncpy(buf, s.c_str(), *len - 1);

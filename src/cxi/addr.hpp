@@ -2,7 +2,9 @@
 // then the VNI (which an endpoint's own name leaves at 0).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 namespace softnic::cxi {
@@ -22,6 +24,20 @@ struct CxiAddr {
     uint16_t pad2;
 };
 static_assert(sizeof(CxiAddr) == 8, "fi_getname returns 8 bytes");
+
+// Applications built for libfabric before 1.20 know the 4-byte address (the first word:
+// PID and NIC; Mercury checks the length); 1.20 and later the 8-byte one with the VNI.
+constexpr size_t kCompactAddrLen = 4;
+inline size_t addr_len(uint32_t api_version) {
+    return api_version >= ((1u << 16) | 20) ? sizeof(CxiAddr) : kCompactAddrLen;
+}
+// An application's address of `len` bytes (either form), widened; the VNI of a compact
+// one is 0.
+inline CxiAddr read_addr(const void *addr, size_t len) {
+    CxiAddr a{};
+    std::memcpy(&a, addr, len < sizeof(a) ? len : sizeof(a));
+    return a;
+}
 
 inline CxiAddr make_addr(uint32_t nic, uint32_t pid, uint16_t vni = 0) {
     CxiAddr a{};

@@ -55,7 +55,9 @@ int av_open(fid_domain *d, fi_av_attr *attr, fid_av **av, void *context) {
         !(dom_of(d)->info().domain_attr->caps & FI_AV_USER_ID))
         SN_REJECT(-FI_EINVAL, FI_LOG_AV, "FI_AV_USER_ID needs the domain capability\n");
     return guarded([&] {
-        Av *a = new Av(*attr, kCxiAddressing, context);
+        AvAddressing addressing = kCxiAddressing;
+        addressing.addrlen = addr_len(dom_of(d)->api_version());
+        Av *a = new Av(*attr, addressing, context);
         a->fid()->fid.ops = &av_fid_ops;
         int r = a->init(*attr);
         if (r) {

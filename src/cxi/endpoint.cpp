@@ -141,8 +141,8 @@ Endpoint::Endpoint(Domain &domain, const fi_info &info, void *context, bool scal
     : domain_(domain),
       caps_(info.caps ? info.caps : kCaps),
       scalable_(scalable),
-      requested_pid_(info.src_addr ? static_cast<const CxiAddr *>(info.src_addr)->pid : kPidAny),
-      pid_preferred_(info.src_addr && static_cast<const CxiAddr *>(info.src_addr)->pid_preferred),
+      requested_pid_(info.src_addr ? read_addr(info.src_addr, info.src_addrlen).pid : kPidAny),
+      pid_preferred_(info.src_addr && read_addr(info.src_addr, info.src_addrlen).pid_preferred),
       tx_size_(info.tx_attr && info.tx_attr->size ? info.tx_attr->size : env().default_tx_size),
       tx_ctx_cnt_(scalable && info.ep_attr ? std::max<size_t>(1, info.ep_attr->tx_ctx_cnt) : 1),
       rx_ctx_cnt_(scalable && info.ep_attr ? std::max<size_t>(1, info.ep_attr->rx_ctx_cnt) : 1) {
@@ -274,9 +274,9 @@ int endpoint_open(fid_domain *domain, fi_info *info, fid_ep **ep, void *context)
     if (info->tx_attr && !tclass_valid(info->tx_attr->tclass))
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "bad tclass 0x%x\n", info->tx_attr->tclass);
     if (info->src_addr) {
-        if (info->src_addrlen < sizeof(CxiAddr))
+        if (info->src_addrlen < addr_len(d->api_version()))
             SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "src_addr is not an FI_ADDR_CXI\n");
-        if (static_cast<const CxiAddr *>(info->src_addr)->nic != d->nic().addr)
+        if (read_addr(info->src_addr, info->src_addrlen).nic != d->nic().addr)
             SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "src_addr NIC is not this domain's NIC\n");
     }
     return open_endpoint(*d, *info, context, false, *ep);

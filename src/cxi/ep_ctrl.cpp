@@ -289,10 +289,11 @@ int Endpoint::getname(EpView &v, void *addr, size_t *len) {
     if (!enabled_) SN_REJECT(-FI_EOPBADSTATE, FI_LOG_EP_CTRL, "endpoint is not enabled\n");
     Context *c = v.ctx ? v.ctx : contexts_[0].get();
     CxiAddr a = make_addr(domain_.nic().addr, c->pid());
-    size_t n = std::min(*len, sizeof(a));
+    size_t need = addr_len(domain_.api_version());
+    size_t n = std::min(*len, need);
     if (addr && n) std::memcpy(addr, &a, n);
-    bool short_buf = *len < sizeof(a);
-    *len = sizeof(a);
+    bool short_buf = *len < need;
+    *len = need;
     if (short_buf) return -FI_ETOOSMALL;
     return 0;
 }

@@ -80,8 +80,8 @@ fi_info *offer(const SoftNic &nic, bool prov_key, const AuthKey &dflt) {
     return i;
 }
 
-int parse_request(const char *node, const char *service, uint64_t flags, const fi_info *hints,
-                  Request &r) {
+int parse_request(uint32_t version, const char *node, const char *service, uint64_t flags,
+                  const fi_info *hints, Request &r) {
     if (flags & FI_SOURCE) {
         if (!node && !service)
             SN_REJECT(-FI_EINVAL, FI_LOG_CORE, "FI_SOURCE needs a node or a service\n");
@@ -102,19 +102,19 @@ int parse_request(const char *node, const char *service, uint64_t flags, const f
         SN_REJECT(-FI_EINVAL, FI_LOG_CORE, "service \"%s\" is not a PID or port\n", service);
     }
     if (hints && hints->src_addr) {
-        if (hints->addr_format != FI_ADDR_CXI || hints->src_addrlen < sizeof(CxiAddr))
+        if (hints->addr_format != FI_ADDR_CXI || hints->src_addrlen < addr_len(version))
             SN_REJECT(-FI_ENODATA, FI_LOG_CORE, "hints src_addr is not an FI_ADDR_CXI\n");
-        const auto *a = static_cast<const CxiAddr *>(hints->src_addr);
+        CxiAddr a = read_addr(hints->src_addr, hints->src_addrlen);
         r.restrict_nic = true;
-        r.nic = a->nic;
-        r.src_pid = a->pid;
-        r.src_pid_preferred = a->pid_preferred;
+        r.nic = a.nic;
+        r.src_pid = a.pid;
+        r.src_pid_preferred = a.pid_preferred;
     }
     if (hints && hints->dest_addr) {
-        if (hints->addr_format != FI_ADDR_CXI || hints->dest_addrlen < sizeof(CxiAddr))
+        if (hints->addr_format != FI_ADDR_CXI || hints->dest_addrlen < addr_len(version))
             SN_REJECT(-FI_ENODATA, FI_LOG_CORE, "hints dest_addr is not an FI_ADDR_CXI\n");
         r.has_dest = true;
-        r.dest = *static_cast<const CxiAddr *>(hints->dest_addr);
+        r.dest = read_addr(hints->dest_addr, hints->dest_addrlen);
     }
     return 0;
 }
@@ -160,7 +160,7 @@ int reported_mr_mode(bool prov_key, const fi_info *hints, uint32_t version) {
     return preferred & want;
 }
 
-void finish(fi_info &i, const fi_info *hints, const Request &r) {
+void finish(fi_info &i, const fi_info *hints, const Request &r, uint32_t version) {
     trim_caps(i, hints);
     // Without one-sided caps no MR is ever the target of a remote access, and local
     // buffers need no registration: no mode bit applies (as libfabric's util layer trims).
@@ -180,8 +180,9 @@ void finish(fi_info &i, const fi_info *hints, const Request &r) {
         auto *d = static_cast<CxiAddr *>(std::calloc(1, sizeof(CxiAddr)));
         *d = r.dest;
         i.dest_addr = d;
-        i.dest_addrlen = sizeof(CxiAddr);
+        i.dest_addrlen = addr_len(version);
     }
+    i.src_addrlen = addr_len(version);  // the buffers hold a whole CxiAddr either way
 }
 
 // Apply the adjustments upstream makes to the hints before matching.
@@ -261,7 +262,7 @@ int getinfo(uint32_t version, const char *node, const char *service, uint64_t fl
     if (!info) return -FI_EINVAL;
     *info = nullptr;
     Request req;
-    int ret = parse_request(node, service, flags, hints, req);
+    int ret = parse_request(version, node, service, flags, hints, req);
     if (ret) return ret;
     if (!hints_acceptable(hints)) return -FI_ENODATA;
     HintKeys keys;
@@ -281,7 +282,7 @@ int getinfo(uint32_t version, const char *node, const char *service, uint64_t fl
             fi_freeinfo(o);
             if (!out) continue;
             out->domain_attr->mr_mode = reported_mr_mode(prov_key, h, version);
-            finish(*out, hints, req);
+            finish(*out, hints, req, version);
             if (keys.domain)
                 put_key(out->domain_attr->auth_key, out->domain_attr->auth_key_size, keys.key);
             if (keys.ep) put_key(out->ep_attr->auth_key, out->ep_attr->auth_key_size, keys.ep_key);

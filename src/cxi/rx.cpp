@@ -212,7 +212,7 @@ void Context::complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *buf
         e.src = src;
         if (err == FI_EADDRNOTAVAIL)
             e.err_data.assign(reinterpret_cast<uint8_t *>(&peer),
-                              reinterpret_cast<uint8_t *>(&peer) + sizeof(peer));
+                              reinterpret_cast<uint8_t *>(&peer) + addr_len(domain_.api_version()));
         if (rx_.cq) rx_.cq->push_error(e);
     }
     if (last) release_recv(op);

@@ -30,10 +30,14 @@
 
 namespace cxit {
 
-// API version requested from fi_getinfo. Kept below the library version so a
-// provider built for any 1.15+ API level is found.
-inline constexpr uint32_t kApiVersion = FI_VERSION(1, 15);
-inline constexpr size_t kAddrLen = 8;       // sizeof(struct cxip_addr)
+// API version requested from fi_getinfo: 1.15 on a 1.x libfabric (below the library's
+// own, so a provider built for any 1.15+ level is found), 1.20 on 2.x. The cxi address
+// follows it: 4 bytes (PID and NIC) for applications before 1.20, 8 (struct cxip_addr,
+// with the VNI) from 1.20.
+inline constexpr uint32_t kApiVersion =
+    FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION) >= FI_VERSION(1, 20) ? FI_VERSION(1, 20)
+                                                                        : FI_VERSION(1, 15);
+inline constexpr size_t kAddrLen = kApiVersion >= FI_VERSION(1, 20) ? 8 : 4;
 inline constexpr size_t kInjectSize = 192;  // tx_attr->inject_size
 inline constexpr uint64_t kTagBits = 48;    // FI_PROTO_CXI tag width
 inline constexpr uint64_t kMaxTag = (1ULL << kTagBits) - 1;

@@ -205,7 +205,7 @@ TEST_F(AvTest, LookupBadIndex_EINVAL) {
 TEST_F(AvTest, LookupShortBufferTruncatesAndReportsLength) {
     Fid<fid_av> av = open_av(FI_AV_TABLE);
     fi_addr_t fa = insert1(av.get(), fake(7));
-    uint8_t buf[4] = {};
+    uint8_t buf[kAddrLen - 1] = {};
     size_t len = sizeof(buf);
     fi_av_lookup(av.get(), fa, buf, &len);
     EXPECT_EQ(kAddrLen, len);
@@ -275,3 +275,73 @@ TEST_F(AvTest, EndpointNamesFromBothNicsInsertable) {
 }
 
 }  // namespace
+
+// The address form follows the application's API version: 4 bytes (PID and NIC, what
+// applications built for libfabric before 1.20 expect: Mercury checks the length) or,
+// from 1.20, the 8-byte struct cxip_addr. Either way a name from fi_getname inserts,
+// looks up to the same bytes and carries traffic.
+TEST(AddressForm, FollowsTheApplicationsApiVersion) {
+    std::vector<std::pair<uint32_t, size_t>> forms{{FI_VERSION(1, 13), 4}};
+    if (FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION) >= FI_VERSION(1, 20))
+        forms.emplace_back(FI_VERSION(1, 20), 8);
+    for (auto [version, len] : forms) {
+        SCOPED_TRACE(testing::Message() << "api " << FI_MAJOR(version) << "." << FI_MINOR(version));
+        InfoPtr hints(fi_allocinfo());
+        hints->fabric_attr->prov_name = strdup("cxi");
+        hints->domain_attr->name = strdup("cxi0");
+        hints->caps = FI_MSG;
+        fi_info *raw = nullptr;
+        ASSERT_OK(fi_getinfo(version, nullptr, nullptr, 0, hints.get(), &raw));
+        InfoPtr info(raw);
+        EXPECT_EQ(len, info->src_addrlen);
+        Fid<fid_fabric> fabric;
+        Fid<fid_domain> domain;
+        Fid<fid_av> av;
+        Fid<fid_cq> cq;
+        Fid<fid_ep> ep;
+        ASSERT_OK(CXIT_OPEN(fabric, fi_fabric(info->fabric_attr, OUT, nullptr)));
+        ASSERT_OK(CXIT_OPEN(domain, fi_domain(fabric.get(), info.get(), OUT, nullptr)));
+        fi_av_attr aa{};
+        aa.type = FI_AV_TABLE;
+        ASSERT_OK(CXIT_OPEN(av, fi_av_open(domain.get(), &aa, OUT, nullptr)));
+        fi_cq_attr ca{};
+        ca.format = FI_CQ_FORMAT_MSG;
+        ASSERT_OK(CXIT_OPEN(cq, fi_cq_open(domain.get(), &ca, OUT, nullptr)));
+        ASSERT_OK(CXIT_OPEN(ep, fi_endpoint(domain.get(), info.get(), OUT, nullptr)));
+        ASSERT_OK(fi_ep_bind(ep.get(), &av->fid, 0));
+        ASSERT_OK(fi_ep_bind(ep.get(), &cq->fid, FI_TRANSMIT | FI_RECV));
+        ASSERT_OK(fi_enable(ep.get()));
+        std::vector<uint8_t> names(2 * len);
+        size_t got = len;
+        ASSERT_OK(fi_getname(&ep->fid, names.data(), &got));
+        ASSERT_EQ(len, got);
+        auto other = encode_addr(0xABCDE, 42);
+        std::memcpy(names.data() + len, other.data(), len);
+        fi_addr_t fa[2];
+        ASSERT_EQ(2, fi_av_insert(av.get(), names.data(), 2, fa, 0, nullptr));
+        for (int i = 0; i < 2; i++) {
+            std::vector<uint8_t> back(16, 0xEE);
+            size_t blen = back.size();
+            ASSERT_OK(fi_av_lookup(av.get(), fa[i], back.data(), &blen));
+            ASSERT_EQ(len, blen);
+            EXPECT_EQ(0, std::memcmp(back.data(), names.data() + i * len, len)) << "entry " << i;
+        }
+        EXPECT_EQ(42u, decode_addr(names.data() + len).pid);
+        char buf[64];
+        size_t slen = sizeof(buf);
+        EXPECT_NE(nullptr, fi_av_straddr(av.get(), names.data(), buf, &slen));
+        // A message to itself through the compact or full entry.
+        char in[8] = {}, out[8] = "softnic";
+        ASSERT_OK(fi_recv(ep.get(), in, sizeof(in), nullptr, FI_ADDR_UNSPEC, nullptr));
+        ASSERT_OK(fi_send(ep.get(), out, sizeof(out), nullptr, fa[0], nullptr));
+        int done = 0;
+        for (int spins = 0; done < 2 && spins < 1000000; spins++) {
+            fi_cq_msg_entry e;
+            long n = fi_cq_read(cq.get(), &e, 1);
+            if (n == 1) done++;
+            ASSERT_TRUE(n == 1 || n == -FI_EAGAIN) << rc_str(n);
+        }
+        ASSERT_EQ(2, done);
+        EXPECT_STREQ("softnic", in);
+    }
+}

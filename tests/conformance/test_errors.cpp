@@ -211,7 +211,7 @@ TEST_F(ErrorsTest, GetnameAndCancelBeforeEnable_EOPBADSTATE) {
 // -------------------------------------------------------------- -FI_ETOOSMALL
 TEST_F(ErrorsTest, GetnameShortBuffer_ETOOSMALL) {
     EndpointPtr ep = make_ep("cxi0");
-    uint8_t addr[4];
+    uint8_t addr[kAddrLen - 1];
     size_t len = sizeof(addr);
     EXPECT_RC(-FI_ETOOSMALL, fi_getname(&ep->ep()->fid, addr, &len));
     EXPECT_EQ(kAddrLen, len) << "the required length is reported";
