@@ -52,6 +52,8 @@ class Av {
 
     fid_av *fid() { return &handle_.fid; }
     RefCount &refs() { return refs_; }
+    // Keeps the parent (domain, or fabric for an EQ) open while this object lives.
+    void hold_parent(RefCount &parent) { parent_.hold(parent); }
     const AvAddressing &addressing() const { return addressing_; }
     bool symmetric() const { return flags_ & FI_SYMMETRIC; }
     int rx_ctx_bits() const { return rx_ctx_bits_; }
@@ -98,6 +100,7 @@ class Av {
     size_t synced_ = 0;
     std::vector<fi_addr_t> map_;
     RefCount refs_;
+    ParentRef parent_;
 };
 
 extern fi_ops_av av_ops;

@@ -3,6 +3,7 @@
 #include "common/deadline.hpp"
 #include "common/fi_api.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace softnic {
@@ -99,7 +100,10 @@ Cq::Cq(uint32_t api_version, const fi_cq_attr &attr, size_t default_size, void *
       format_(attr.format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_CONTEXT : attr.format),
       entry_size_(entry_size_of(format_)),
       prov_strerror_(prov_strerror),
-      ring_(attr.size ? attr.size : default_size),
+      // The ring starts small and doubles when full (completions are never dropped), so
+      // a CQ's size is not memory touched up front: cxi's default is 131072 entries, 8 MiB
+      // zeroed at every fi_cq_open otherwise.
+      ring_(std::min<size_t>(attr.size ? attr.size : default_size, kInitialRing)),
       wait_obj_(attr.wait_obj),
       wait_(attr.wait_obj, attr.wait_set, [this] {
           progress_.run();

@@ -73,6 +73,8 @@ class Cq {
     // Run when the CQ closes (a provider's resource accounting).
     void on_close(std::function<void()> f) { on_close_ = std::move(f); }
     RefCount &refs() { return refs_; }
+    // Keeps the parent (domain, or fabric for an EQ) open while this object lives.
+    void hold_parent(RefCount &parent) { parent_.hold(parent); }
 
     // A provider that wraps this CQ (its own ops tables) finds itself here.
     void *ext = nullptr;
@@ -109,12 +111,14 @@ class Cq {
     size_t entry_size_;
     ProvStrError prov_strerror_;
     SpinLock lock_;
+    static constexpr size_t kInitialRing = 1024;
     std::vector<Completion> ring_;  // grows when full: completions are never dropped
     size_t head_ = 0, count_ = 0;
     std::deque<ErrorCompletion> errors_;
     ErrorCompletion last_error_;  // err_data handed out by readerr stays valid until the next
     ProgressList progress_;
     RefCount refs_;
+    ParentRef parent_;
     std::function<void()> on_close_;
     void (*notify_)(void *) = nullptr;
     void *notify_arg_ = nullptr;

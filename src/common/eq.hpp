@@ -35,6 +35,8 @@ class Eq {
     fid_eq *fid() { return &handle_.fid; }
     static Eq *of(fid_eq *f) { return owner_of<Eq>(f); }
     RefCount &refs() { return refs_; }
+    // Keeps the parent (domain, or fabric for an EQ) open while this object lives.
+    void hold_parent(RefCount &parent) { parent_.hold(parent); }
 
     // Provider events: false when the queue is full (the event is lost).
     bool post(uint32_t event, const void *buf, size_t len);
@@ -72,6 +74,7 @@ class Eq {
     Error last_error_;  // err_data lent by readerr stays valid until the next call
     int efd_ = -1;
     RefCount refs_;
+    ParentRef parent_;
 };
 
 }  // namespace softnic

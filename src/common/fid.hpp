@@ -62,6 +62,27 @@ class RefCount {
     std::atomic<int> n_{0};
 };
 
+// The reference an object holds on its parent (a domain or fabric) for as long as it
+// lives, so that closing the parent first answers -FI_EBUSY instead of leaving the
+// object pointing at freed state.
+class ParentRef {
+  public:
+    ParentRef() = default;
+    ParentRef(const ParentRef &) = delete;
+    ParentRef &operator=(const ParentRef &) = delete;
+    ~ParentRef() {
+        if (r_) r_->put();
+    }
+    void hold(RefCount &r) noexcept {
+        r.get();
+        if (r_) r_->put();
+        r_ = &r;
+    }
+
+  private:
+    RefCount *r_ = nullptr;
+};
+
 // A fid ops table; members newer than these four stay null.
 inline fi_ops make_fid_ops(int (*close)(fid *), int (*bind)(fid *, fid *, uint64_t),
                            int (*control)(fid *, int, void *),

@@ -68,6 +68,8 @@ class Mr {
     fid_mr *fid() { return &handle_.fid; }
     MrTable &table() { return table_; }
     RefCount &refs() { return refs_; }
+    // Keeps the parent (domain, or fabric for an EQ) open while this object lives.
+    void hold_parent(RefCount &parent) { parent_.hold(parent); }
     const void *base() const { return base_; }
     size_t len() const { return len_; }
     uint64_t access() const { return access_; }
@@ -96,6 +98,7 @@ class Mr {
     struct fid *bound_cntr_ = nullptr;
     bool enabled_ = false, keyed_ = false;
     RefCount refs_;
+    ParentRef parent_;
 };
 
 }  // namespace softnic

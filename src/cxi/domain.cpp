@@ -65,6 +65,7 @@ int av_open(fid_domain *d, fi_av_attr *attr, fid_av **av, void *context) {
             return r;
         }
         if (void *m = a->map_addr()) attr->map_addr = m;
+        a->hold_parent(dom_of(d)->refs());
         *av = a->fid();
         return 0;
     });
@@ -82,6 +83,7 @@ int cq_open(fid_domain *d, fi_cq_attr *attr, fid_cq **cq, void *context) {
         Cq *c =
             new Cq(dom_of(d)->api_version(), *attr, env().default_cq_size, context, prov_strerror);
         c->on_close([hold] { hold->give(CXI_RSRC_TYPE_EQ); });
+        c->hold_parent(dom_of(d)->refs());
         *cq = c->fid();
         return 0;
     });
@@ -119,7 +121,9 @@ int mr_regattr(fid *f, const fi_mr_attr *attr, uint64_t flags, fid_mr **mr) {
     return guarded([&] {
         Mr *m = nullptr;
         int ret = Mr::create(d->mrs(), d->fid(), *attr, flags, &m);
-        if (!ret) *mr = m->fid();
+        if (ret) return ret;
+        m->hold_parent(d->refs());
+        *mr = m->fid();
         return ret;
     });
 }

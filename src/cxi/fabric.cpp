@@ -16,7 +16,7 @@ namespace {
 
 int fabric_close(fid *f) {
     Fabric *fab = owner_of_fid<Fabric, fid_fabric>(f);
-    if (fab->refs().busy()) SN_REJECT(-FI_EBUSY, FI_LOG_FABRIC, "fabric has open domains\n");
+    if (fab->refs().busy()) SN_REJECT(-FI_EBUSY, FI_LOG_FABRIC, "fabric has open domains or EQs\n");
     delete fab;
     return 0;
 }
@@ -25,12 +25,14 @@ int passive_ep(fid_fabric *, fi_info *, fid_pep **, void *) {
     SN_REJECT(-FI_ENOSYS, FI_LOG_FABRIC, "cxi has no passive endpoints (FI_EP_RDM only)\n");
 }
 
-int eq_open(fid_fabric *, fi_eq_attr *attr, fid_eq **eq, void *context) {
+int eq_open(fid_fabric *f, fi_eq_attr *attr, fid_eq **eq, void *context) {
     if (!attr || !eq) SN_REJECT(-FI_EINVAL, FI_LOG_EQ, "NULL attr or eq\n");
     int ret = Eq::check_attr(*attr);
     if (ret) return ret;
     return guarded([&] {
-        *eq = (new Eq(*attr, context))->fid();
+        Eq *e = new Eq(*attr, context);
+        e->hold_parent(owner_of<Fabric>(f)->refs());
+        *eq = e->fid();
         return 0;
     });
 }

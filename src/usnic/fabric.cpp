@@ -127,7 +127,7 @@ int check_eq_attr(fi_eq_attr &attr) {
     return 0;
 }
 
-int fabric_eq_open(fid_fabric *, fi_eq_attr *attr, fid_eq **eq, void *context) {
+int fabric_eq_open(fid_fabric *f, fi_eq_attr *attr, fid_eq **eq, void *context) {
     if (!attr || !eq) SN_REJECT(-FI_EINVAL, FI_LOG_EQ, "NULL attr or eq\n");
     return guarded([&] {
         int ret = check_eq_attr(*attr);
@@ -136,7 +136,9 @@ int fabric_eq_open(fid_fabric *, fi_eq_attr *attr, fid_eq **eq, void *context) {
         rules.capacity = attr->size;
         rules.write_needs_flag = rules.sread_needs_wait = true;
         rules.no_wait_code = rules.bad_control_code = -FI_EINVAL;
-        *eq = (new Eq(*attr, context, rules))->fid();
+        Eq *e = new Eq(*attr, context, rules);
+        e->hold_parent(Fabric::of(f)->refs());
+        *eq = e->fid();
         return 0;
     });
 }

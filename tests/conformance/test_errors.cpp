@@ -352,10 +352,24 @@ TEST_F(ErrorsTest, CloseObjectsInUse_EBUSY) {
     EXPECT_RC(-FI_EBUSY, cq.close()) << "CQ bound to an endpoint";
     EXPECT_RC(-FI_EBUSY, cntr.close()) << "counter bound to an endpoint";
     EXPECT_OK(ep.close());
-    EXPECT_OK(cntr.close());
-    EXPECT_OK(cq.close());
-    EXPECT_OK(av.close());
+    // Each object keeps its domain open, and an EQ its fabric.
+    char buf[64];
+    Fid<fid_mr> mr;
+    ASSERT_OK(fi_mr_reg(dom.get(), buf, sizeof(buf), FI_SEND, 0, 0, 0, mr.out(), nullptr));
+    fi_eq_attr ea{};
+    Fid<fid_eq> eq;
+    ASSERT_OK(fi_eq_open(fab.get(), &ea, eq.out(), nullptr));
+    for (fid *open : {&cntr->fid, &cq->fid, &av->fid, &mr->fid}) {
+        EXPECT_RC(-FI_EBUSY, dom.close()) << "domain with an open class " << open->fclass;
+        EXPECT_OK(fi_close(open));
+    }
+    cntr.release();
+    cq.release();
+    av.release();
+    mr.release();
     EXPECT_OK(dom.close());
+    EXPECT_RC(-FI_EBUSY, fab.close()) << "fabric with an open EQ";
+    EXPECT_OK(eq.close());
     EXPECT_OK(fab.close());
 }
 
