@@ -14,6 +14,10 @@ constexpr size_t kMaxMsgSize = 0xFFFFFFFFULL;
 constexpr uint64_t kTagBits = 48;
 constexpr uint64_t kTagMask = (1ULL << kTagBits) - 1;
 constexpr uint64_t kMemTagFormat = 0x0000AAAAAAAAAAAAULL;
+// FI_PROTO_CXI_RNR endpoints: 40-bit tags, no inject, no send-after-send order.
+constexpr uint64_t kRnrTagMask = (1ULL << 40) - 1;
+constexpr uint64_t kRnrMemTagFormat = 0x000000AAAAAAAAAAULL;
+constexpr uint64_t kRnrDefaultMaxRetryUs = 500000;
 constexpr size_t kTxSizeMax = 16384;
 constexpr size_t kRxSizeMax = 15360;
 constexpr size_t kMaxContexts = 16;  // scalable endpoint: one PID per context pair
@@ -49,6 +53,8 @@ constexpr uint64_t kRxOpFlags = FI_COMPLETION | FI_MULTI_RECV | FI_MORE;
 constexpr uint64_t kMsgOrder = FI_ORDER_SAS | FI_ORDER_WAW | FI_ORDER_RMA_WAW | FI_ORDER_RMA_RAR |
                                FI_ORDER_ATOMIC_WAW | FI_ORDER_ATOMIC_WAR | FI_ORDER_ATOMIC_RAW |
                                FI_ORDER_ATOMIC_RAR;
+
+constexpr uint64_t kRnrMsgOrder = kMsgOrder & ~FI_ORDER_SAS;
 
 constexpr int kMrModeProvKey = FI_MR_PROV_KEY | FI_MR_ALLOCATED | FI_MR_ENDPOINT;
 constexpr int kMrModeClientKey = FI_MR_ALLOCATED | FI_MR_ENDPOINT;

@@ -118,6 +118,7 @@ void Context::progress_locked() {
         if (!c.link->send(&c.h, sizeof(c.h), &iov, c.h.payload ? 1 : 0)) break;
         ctrl_backlog_.pop_front();
     }
+    if (!rnr_waiting_.empty()) rnr_resend_due();
     if (!pending_.empty() && !holding_more_) pump_pending();
     if (!awaiting_ack_.empty()) check_acks();
     if ((++progress_calls_ & 4095) == 0 && tx_outstanding_ > pending_count_) reap_dead_peers();

@@ -106,6 +106,9 @@ struct TxOp {
     size_t read_got;              // fi_read: bytes arrived
     uint64_t peer_cookie;         // kReadResp: the initiator's operation
     Mr *pinned;                   // kReadResp: the MR being read, held until sent
+    bool rnr_ok;                  // FI_PROTO_CXI_RNR send: retried while the peer is not ready
+    uint32_t rnr_tries;
+    uint64_t rnr_start_us, rnr_due_us;  // first refusal; when to send again
 };
 
 class Context : public ProgressSource,
@@ -129,6 +132,13 @@ class Context : public ProgressSource,
     CompletionBind &rx_bind() { return rx_; }
     size_t &min_multi_recv() { return min_multi_recv_; }
     uint64_t caps() const { return caps_; }
+    // FI_PROTO_CXI_RNR (rnr.cpp): refuse messages no receive is posted for, and retry
+    // refused sends for up to max_retry_us.
+    void set_rnr(uint64_t max_retry_us) {
+        rnr_ = true;
+        rnr_max_us_ = max_retry_us;
+    }
+    bool rnr() const { return rnr_; }
 
     ssize_t send(const SendArgs &a);
     ssize_t recv(const RecvArgs &a);
@@ -167,9 +177,14 @@ class Context : public ProgressSource,
     void place(RxMsg *m, size_t offset, const uint8_t *data, size_t n);
     void finish_eager(RxMsg *m);
     void complete_rx(RxMsg *m, int err, bool pooled = true);
-    void complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *buf, int err, size_t olen);
+    void complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *buf, int err, size_t olen,
+                       bool truncated = false);
     void post_held_recvs();
     fi_addr_t source_of(uint64_t key, bool &known);
+    // Receiver-not-ready protocol (rnr.cpp).
+    bool rnr_refuse(const WireHdr &h);
+    void rnr_backoff(TxOp *op);
+    void rnr_resend_due();
     // Rendezvous (rdzv.cpp).
     void start_pull(RxMsg *m);
     void on_get_req(const WireHdr &h);
@@ -235,6 +250,9 @@ class Context : public ProgressSource,
     size_t pending_count_ = 0;
     std::vector<TxOp *> awaiting_ack_;  // transmitted, waiting for the network to acknowledge
     bool holding_more_ = false;
+    bool rnr_ = false;
+    uint64_t rnr_max_us_ = 0;
+    std::vector<TxOp *> rnr_waiting_;  // refused by a receiver not ready: sent again when due
     unsigned eagain_streak_ = 0;
     unsigned progress_calls_ = 0;  // full-ring refusals in a row: check the peer is alive
 

@@ -141,6 +141,7 @@ Endpoint::Endpoint(Domain &domain, const fi_info &info, void *context, bool scal
     : domain_(domain),
       caps_(info.caps ? info.caps : kCaps),
       scalable_(scalable),
+      rnr_(info.ep_attr && info.ep_attr->protocol == FI_PROTO_CXI_RNR),
       requested_pid_(info.src_addr ? read_addr(info.src_addr, info.src_addrlen).pid : kPidAny),
       pid_preferred_(info.src_addr && read_addr(info.src_addr, info.src_addrlen).pid_preferred),
       tx_size_(info.tx_attr && info.tx_attr->size ? info.tx_attr->size : env().default_tx_size),
@@ -152,10 +153,13 @@ Endpoint::Endpoint(Domain &domain, const fi_info &info, void *context, bool scal
     view_.tx_flags = txf;
     view_.rx_flags = rxf;
     if (info.tx_attr && info.tx_attr->tclass != FI_TC_UNSPEC) view_.tclass = info.tx_attr->tclass;
+    if (rnr_) view_.msg_order = kRnrMsgOrder;
     if (info.tx_attr && info.tx_attr->msg_order) view_.msg_order = info.tx_attr->msg_order;
     size_t n = std::max(tx_ctx_cnt_, rx_ctx_cnt_);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         contexts_.push_back(std::make_unique<Context>(domain, caps_, tx_size_, vni));
+        if (rnr_) contexts_.back()->set_rnr(uint64_t(env().rnr_max_timeout_us));
+    }
     if (!scalable) view_.ctx = contexts_[0].get();
     domain_.refs().get();
 }

@@ -54,6 +54,9 @@ class Endpoint {
     uint64_t caps() const { return caps_; }
     bool scalable() const { return scalable_; }
     bool enabled() const { return enabled_; }
+    // FI_PROTO_CXI_RNR (rnr.cpp): 40-bit tags, no inject.
+    bool rnr() const { return rnr_; }
+    uint64_t tag_mask() const { return rnr_ ? kRnrTagMask : kTagMask; }
     // Whether the targets of our one-sided operations generate events (FI_RMA_EVENT or
     // MR match events): such operations never take the restricted path.
     bool remote_events() const;
@@ -81,6 +84,7 @@ class Endpoint {
     Domain &domain_;
     uint64_t caps_;
     bool scalable_;
+    bool rnr_;
     bool enabled_ = false;
     uint32_t requested_pid_;
     bool pid_preferred_;  // the PID came from a port-like service (addr.hpp)

@@ -51,6 +51,13 @@ const ParamDef kParams[] = {
     {ParamDef::kInt, "fc_retry_usec_delay",
      "Microseconds before retrying a dropped flow-control "
      "message."},
+    {ParamDef::kInt, "rnr_max_timeout_us",
+     "FI_PROTO_CXI_RNR: microseconds a sender retries a message no receive takes."},
+    {ParamDef::kInt, "rnr_append_retry_timeout_us",
+     "FI_PROTO_CXI_RNR: retry window for receive-append failures (appends never fail in "
+     "software)."},
+    {ParamDef::kBool, "trunc_ok",
+     "FI_PROTO_CXI_RNR: a truncated receive completes successfully, flagged FI_CXI_TRUNC."},
     {ParamDef::kStr, "rx_match_mode", "Receive match mode: hardware, software or hybrid."},
     {ParamDef::kSize, "default_cq_size", "CQ size when the application gives none."},
     {ParamDef::kSize, "default_tx_size", "Default transmit queue size (16..16384)."},
@@ -128,6 +135,9 @@ void read_all(const fi_provider *p, Env &e) {
         e.req_buf_count = req_bufs < 0 ? 0 : size_t(req_bufs);
     get_int(p, "fc_retry_usec_delay", e.fc_retry_usec_delay);
     get_str(p, "rx_match_mode", e.rx_match_mode);
+    if (get_int(p, "rnr_max_timeout_us", e.rnr_max_timeout_us) && e.rnr_max_timeout_us < 0)
+        e.rnr_max_timeout_us = 500000;  // negative: the default
+    get_bool(p, "trunc_ok", e.trunc_ok);
     get_size(p, "default_cq_size", e.default_cq_size);
     get_size(p, "default_tx_size", e.default_tx_size);
     get_size(p, "default_rx_size", e.default_rx_size);

@@ -26,6 +26,10 @@ struct Env {
     size_t req_buf_count = 6;
     bool fc_recovery = true;
     int fc_retry_usec_delay = 1000;
+    // FI_PROTO_CXI_RNR: how long a sender keeps retrying a message nobody receives, and
+    // whether a truncated receive completes successfully (flagged FI_CXI_TRUNC).
+    int rnr_max_timeout_us = 500000;
+    bool trunc_ok = false;
     // Accepted for compatibility; documented as having no effect in software.
     bool odp = false, ats = false, optimized_mrs = true;
     // A soft NIC needs no second MR entry for remote CQ data, so fi_writedata is on by

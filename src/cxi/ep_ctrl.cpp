@@ -224,14 +224,20 @@ int Endpoint::set_var(EpView &v, int name, const void *val) {
         }
         case FI_OPT_CXI_SET_MSG_ORDER: {
             uint64_t order = *static_cast<const uint64_t *>(val);
-            if (order & ~kMsgOrder)
+            const uint64_t offered = rnr_ ? kRnrMsgOrder : kMsgOrder;
+            if (order & ~offered)
                 SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "unsupported order bits 0x%lx\n",
-                          order & ~kMsgOrder);
+                          order & ~offered);
             v.msg_order = order;
             return 0;
         }
-        case FI_OPT_CXI_SET_RNR_MAX_RETRY_TIME:
-            SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "not an FI_PROTO_CXI_RNR endpoint\n");
+        case FI_OPT_CXI_SET_RNR_MAX_RETRY_TIME: {
+            if (!rnr_) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "not an FI_PROTO_CXI_RNR endpoint\n");
+            uint64_t us = *static_cast<const uint64_t *>(val);
+            for (auto &c : contexts_)
+                if (!v.ctx || v.ctx == c.get()) c->set_rnr(us);
+            return 0;
+        }
         default:
             SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "unknown variable %d\n", name);
     }
@@ -244,7 +250,10 @@ int Endpoint::getopt(EpView &v, int level, int name, void *val, size_t *len) {
     if (name == FI_OPT_CXI_GET_RNR_APPEND_RETRY_ATTEMPTS) {
         if (*len < sizeof(uint64_t))
             SN_REJECT(-FI_ETOOSMALL, FI_LOG_EP_CTRL, "option buffer too small\n");
-        SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "not an FI_PROTO_CXI_RNR endpoint\n");
+        if (!rnr_) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "not an FI_PROTO_CXI_RNR endpoint\n");
+        *static_cast<uint64_t *>(val) = 0;  // appending a receive never fails in software
+        *len = sizeof(uint64_t);
+        return 0;
     }
     if (name != FI_OPT_MIN_MULTI_RECV)
         SN_REJECT(-FI_ENOPROTOOPT, FI_LOG_EP_CTRL, "unknown option %d\n", name);

@@ -25,9 +25,10 @@ struct Request {
     CxiAddr dest{};
 };
 
-// The info one soft NIC offers with provider keys (prov_key) or client keys.
+// The info one soft NIC offers with provider keys (prov_key) or client keys, for
+// FI_PROTO_CXI or the receiver-not-ready protocol (rnr).
 // `dflt`: the key this process gets without asking (rgroup 0 and no VNI for none).
-fi_info *offer(const SoftNic &nic, bool prov_key, const AuthKey &dflt) {
+fi_info *offer(const SoftNic &nic, bool prov_key, bool rnr, const AuthKey &dflt) {
     fi_info *i = fi_allocinfo();
     if (!i) return nullptr;
     i->caps = kCaps;
@@ -44,13 +45,17 @@ fi_info *offer(const SoftNic &nic, bool prov_key, const AuthKey &dflt) {
     i->rx_attr->msg_order = kMsgOrder;
     i->rx_attr->size = kRxSizeMax;
     i->rx_attr->iov_limit = 1;
+    if (rnr) {
+        i->tx_attr->msg_order = i->rx_attr->msg_order = kRnrMsgOrder;
+        i->tx_attr->inject_size = 0;
+    }
     fi_ep_attr &ep = *i->ep_attr;
     ep.type = FI_EP_RDM;
-    ep.protocol = FI_PROTO_CXI;
+    ep.protocol = rnr ? FI_PROTO_CXI_RNR : FI_PROTO_CXI;
     ep.protocol_version = 1;
     ep.max_msg_size = kMaxMsgSize;
     ep.max_order_waw_size = SIZE_MAX;
-    ep.mem_tag_format = kMemTagFormat;
+    ep.mem_tag_format = rnr ? kRnrMemTagFormat : kMemTagFormat;
     ep.tx_ctx_cnt = ep.rx_ctx_cnt = 1;
     fi_domain_attr &d = *i->domain_attr;
     d.name = strdup(nic.name.c_str());
@@ -274,8 +279,14 @@ int getinfo(uint32_t version, const char *node, const char *service, uint64_t fl
         if (!keys_usable(nic, keys)) continue;
         AuthKey dflt;  // looked up once per NIC: it reads the service registry
         if (!default_auth_key(nic, dflt)) dflt = AuthKey{};
-        for (bool prov_key : {true, false}) {
-            fi_info *o = offer(nic, prov_key, dflt);
+        // Without hints every offer, FI_PROTO_CXI first; with hints the first match per
+        // domain, and the RNR protocol only when asked for by name.
+        bool rnr_asked = !h || (h->ep_attr && h->ep_attr->protocol == FI_PROTO_CXI_RNR);
+        bool matched = false;
+        for (int n = 0; n < 4 && !(hints && matched); n++) {
+            bool rnr = n >= 2, prov_key = n % 2 == 0;
+            if (rnr && !rnr_asked) break;
+            fi_info *o = offer(nic, prov_key, rnr, dflt);
             if (!o) break;
             o->domain_attr->mr_mode = required_mr_mode(prov_key);
             fi_info *out = info::matches(*o, h, version) ? info::narrow(*o, h) : nullptr;
@@ -288,7 +299,7 @@ int getinfo(uint32_t version, const char *node, const char *service, uint64_t fl
             if (keys.ep) put_key(out->ep_attr->auth_key, out->ep_attr->auth_key_size, keys.ep_key);
             *tail = out;
             tail = &out->next;
-            if (hints) break;  // with hints, the first match per domain
+            matched = true;
         }
     }
     fi_freeinfo(h);

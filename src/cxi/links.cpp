@@ -112,6 +112,7 @@ void Context::await_ack(TxOp *op, uint64_t token, int err, int prov_errno) {
 // The peer is gone: everything addressed to it fails instead of waiting forever.
 void Context::fail_link(transport::Link *link, int err, int prov_errno) {
     std::erase_if(awaiting_ack_, [link](TxOp *op) { return op->link == link; });
+    std::erase_if(rnr_waiting_, [link](TxOp *op) { return op->link == link; });
     std::erase_if(ctrl_backlog_, [link](const CtrlPkt &c) { return c.link == link; });
     for (auto &op : tx_pool_) {
         if (op.link != link || tx_by_cookie(op.cookie) != &op) continue;

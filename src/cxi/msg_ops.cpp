@@ -23,10 +23,12 @@ ssize_t do_send(fid_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_
     if (!(v->side & kTx)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "not a transmit context\n");
     if (len && !buf) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL buffer\n");
     if (len > kMaxMsgSize) SN_REJECT(-FI_EMSGSIZE, FI_LOG_EP_DATA, "message too long\n");
+    if ((flags & FI_INJECT) && v->ep->rnr())
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_PROTO_CXI_RNR endpoints have no inject\n");
     if ((flags & FI_INJECT) && len > kInjectSize)
         SN_REJECT(-FI_EMSGSIZE, FI_LOG_EP_DATA, "inject of %zu > %zu bytes\n", len, kInjectSize);
-    if (tagged && (tag & ~kTagMask))
-        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "tag 0x%lx uses more than 48 bits\n", tag);
+    if (tagged && (tag & ~v->ep->tag_mask()))
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "tag 0x%lx uses more than the tag bits\n", tag);
     if ((flags & FI_FENCE) && !(v->ep->caps() & FI_FENCE))
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_FENCE without the FI_FENCE capability\n");
     if (flags & FI_TRIGGER) {
@@ -51,8 +53,8 @@ ssize_t do_recv(fid_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_t tag, 
     EpView *v = view(ep);
     if (!(v->side & kRx)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "not a receive context\n");
     if (len && !buf) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL buffer\n");
-    if (tagged && ((tag | ignore) & ~kTagMask))
-        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "tag or ignore uses more than 48 bits\n");
+    if (tagged && ((tag | ignore) & ~v->ep->tag_mask()))
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "tag or ignore uses more than the tag bits\n");
     if ((v->ep->caps() & FI_DIRECTED_RECV) && src != FI_ADDR_UNSPEC &&
         (!v->ctx->av() || !v->ctx->av()->entry(src)))
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "source fi_addr %lu is not in the AV\n", src);

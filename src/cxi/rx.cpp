@@ -87,6 +87,7 @@ bool Context::on_msg(const WireHdr &h, const uint8_t *payload) {
     bool known = false;
     fi_addr_t src = source_of(key, known);
     RecvOp *op = match_posted(h, src);
+    if (!op && rnr_refuse(h)) return true;
     if (op && h.payload == h.msg_len && !(h.flags & (kWRdzv | kWAckReq))) {
         // The common case: a one-packet message for a posted receive, done in place.
         RxMsg local{key,       h.src_nic, h.src_pid,   src,     known,     h.tag,
@@ -174,14 +175,16 @@ void Context::complete_rx(RxMsg *m, int err, bool pooled) {
     RecvOp *op = m->op;
     const bool discard = op->flags & FI_DISCARD;  // no bytes wanted, none lost
     size_t olen = discard ? 0 : m->msg_len - m->want;
-    if (!err && olen) err = FI_ETRUNC;
+    // FI_CXI_TRUNC_OK on an RNR endpoint: truncation is a success, flagged FI_CXI_TRUNC.
+    const bool trunc_ok = rnr_ && env().trunc_ok && !err && olen;
+    if (!err && olen && !trunc_ok) err = FI_ETRUNC;
     uint8_t *buf = (op->flags & FI_MULTI_RECV) ? m->dst : nullptr;
-    complete_recv(op, discard ? m->msg_len : m->want, m, buf, err, olen);
+    complete_recv(op, discard ? m->msg_len : m->want, m, buf, err, olen, trunc_ok);
     if (pooled) free_msg(m);
 }
 
 void Context::complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *buf, int err,
-                            size_t olen) {
+                            size_t olen, bool truncated) {
     bool multi = op->flags & FI_MULTI_RECV;
     bool last = true;
     if (multi) {
@@ -191,6 +194,7 @@ void Context::complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *buf
     uint64_t flags = (op->tagged ? FI_TAGGED : FI_MSG) | FI_RECV;
     if (m && (m->wflags & kWCqData)) flags |= FI_REMOTE_CQ_DATA;
     if (multi && last) flags |= FI_MULTI_RECV;
+    if (truncated) flags |= FI_CXI_TRUNC;
     fi_addr_t src = m ? m->src_addr : FI_ADDR_NOTAVAIL;
     CxiAddr peer{};
     if (m && !err && !m->src_known && (caps_ & FI_SOURCE_ERR)) {

@@ -32,7 +32,7 @@ uint64_t Context::completion_level(uint64_t flags) const {
 // message would have gone this way but the ring is full.
 bool Context::try_fast_send(const SendArgs &a, transport::Link *link, int &err) {
     err = 0;
-    if (a.kind != OpKind::kSend || !pending_.empty() || (a.flags & FI_MORE) ||
+    if (rnr_ || a.kind != OpKind::kSend || !pending_.empty() || (a.flags & FI_MORE) ||
         a.len > env().eager_max())
         return false;
     if (a.len + sizeof(WireHdr) > link->max_packet()) return false;
@@ -89,13 +89,18 @@ ssize_t Context::send(const SendArgs &a) {
         std::memcpy(op->inline_data, a.buf, a.len);
         op->a.buf = op->inline_data;
     }
-    bool rdzv = a.kind == OpKind::kSend && a.len > env().eager_max();
+    // An RNR send is one packet, the rest pulled after the match: a refusal wastes no more.
+    op->rnr_ok = rnr_ && a.kind == OpKind::kSend;
+    const size_t one_packet = link->max_packet() - sizeof(WireHdr);
+    bool rdzv = a.kind == OpKind::kSend &&
+                (a.len > env().eager_max() || (op->rnr_ok && a.len > one_packet));
     op->rdzv = rdzv;
     op->eager_len =
         rdzv ? (env().rdzv_offload ? std::min(env().rdzv_eager_size, a.len) : a.len) : a.len;
+    if (op->rnr_ok) op->eager_len = std::min(a.len, one_packet);
     // One-sided operations complete on the target's answer (delivery complete).
-    op->wait_done =
-        rdzv || a.kind != OpKind::kSend || completion_level(a.flags) != FI_TRANSMIT_COMPLETE;
+    op->wait_done = rdzv || op->rnr_ok || a.kind != OpKind::kSend ||
+                    completion_level(a.flags) != FI_TRANSMIT_COMPLETE;
     op->pending = true;
     pending_.push_back(op);
     pending_count_++;
@@ -146,7 +151,7 @@ bool Context::pump(TxOp *op) {
     h.cookie = op->cookie;
     h.eager_len = op->eager_len;
     h.flags |= (op->rdzv ? kWRdzv : 0) | (op->wait_done && !op->rdzv ? kWAckReq : 0) |
-               (op->rdzv && op->eager_len == op->a.len ? kWWhole : 0);
+               (op->rdzv && op->eager_len == op->a.len ? kWWhole : 0) | (op->rnr_ok ? kWRnrOk : 0);
     while (!op->hdr_sent || op->sent < op->eager_len) {
         size_t n = std::min(room, op->eager_len - op->sent);
         if (op->hdr_sent) {
@@ -220,6 +225,10 @@ void Context::on_done(const WireHdr &h) {
         return;
     }
     if (op->awaiting_ack) return;  // it asked for no kDone: a forged or stale one
+    if ((h.flags & kWRnr) && op->rnr_ok && !op->pending) {  // receiver not ready: later
+        rnr_backoff(op);
+        return;
+    }
     op->done_seen = true;
     if (op->pending) return;  // still transmitting: completes when pumped out
     int err = h.flags & kWError ? FI_EIO : 0;

@@ -12,6 +12,10 @@
 // asks for `msg_len` bytes; the target streams kRmaReadResp packets (at `offset`) or
 // answers kDone with kWError.
 //
+// FI_PROTO_CXI_RNR: a receiver without a matching posted receive refuses a kWRnrOk
+// message with kDone|kWRnr instead of keeping it as unexpected; the sender sends it
+// again after a growing delay (rnr.cpp).
+//
 // Atomics: kAtomic carries one element (the operand, then the comparand for the compare
 // family) for key `tag` at offset `rdzv_addr`; `msg_len` is the element size and
 // `cq_data` holds the op (bits 0-7) and datatype (bits 8-15). Fetching ones (kWFetch)
@@ -47,6 +51,8 @@ enum WireFlags : uint16_t {
     kWError = 1 << 7,       // kDone: the receiver could not take the message
     kWFetch = 1 << 8,       // kAtomic: answer with the previous value
     kWRestricted = 1 << 9,  // one-sided operation on the hardware's restricted path
+    kWRnrOk = 1 << 10,      // kMsg: the sender retries when no receive is posted (RNR)
+    kWRnr = 1 << 11,        // kDone: receiver not ready, the message was not taken
 };
 
 struct WireHdr {

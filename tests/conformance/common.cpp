@@ -284,6 +284,7 @@ InfoPtr make_hints(const EpOptions &o, const char *domain) {
     if (domain) h->domain_attr->name = strdup(domain);
     h->tx_attr->size = o.tx_size;
     h->rx_attr->size = o.rx_size;
+    h->ep_attr->protocol = o.protocol;
     if (o.auth_key) {
         h->ep_attr->auth_key = static_cast<uint8_t *>(malloc(sizeof(cxi_auth_key)));
         CXIT_REQUIRE(h->ep_attr->auth_key != nullptr, "malloc");

@@ -180,6 +180,7 @@ struct EpOptions {
     int mr_mode = -1;                   // hints mr_mode instead of the default below
     bool enable = true;
     std::optional<cxi_auth_key> auth_key;  // hints ep_attr->auth_key (the domain gets it too)
+    uint32_t protocol = FI_PROTO_UNSPEC;   // hints ep_attr->protocol (FI_PROTO_CXI_RNR)
 };
 
 // Builds hints for prov "cxi", FI_EP_RDM, FI_MR_ENDPOINT|ALLOCATED[|PROV_KEY].

@@ -70,7 +70,7 @@ class GetinfoTest : public CxiTest {
     InfoPtr nohints_;
 };
 
-TEST_F(GetinfoTest, NoHintsTwoInfosPerNicProviderKeyFirst) {
+TEST_F(GetinfoTest, NoHintsFourInfosPerNicProviderKeyFirstRnrLast) {
     GetinfoResult r = getinfo(nullptr, nullptr, 0, nullptr);
     ASSERT_OK(r.rc);
     auto m = by_domain(r.info.get());
@@ -78,13 +78,15 @@ TEST_F(GetinfoTest, NoHintsTwoInfosPerNicProviderKeyFirst) {
     for (const char *name : {"cxi0", "cxi1"}) {
         ASSERT_EQ(1u, m.count(name)) << name;
         const auto &v = m[name];
-        ASSERT_EQ(2u, v.size()) << name << ": expected prov-key + client-key infos";
-        EXPECT_EQ(kProvKeyMr, v[0]->domain_attr->mr_mode) << name;
-        EXPECT_EQ(8u, v[0]->domain_attr->mr_key_size) << name;
-        EXPECT_EQ(kClientKeyMr, v[1]->domain_attr->mr_mode) << name;
-        EXPECT_EQ(4u, v[1]->domain_attr->mr_key_size) << name;
-        for (const fi_info *i : v)
-            EXPECT_EQ(FI_PROTO_CXI, i->ep_attr->protocol) << name;
+        ASSERT_EQ(4u, v.size()) << name << ": prov-key and client-key, FI_PROTO_CXI then RNR";
+        for (size_t k = 0; k < v.size(); k++) {
+            bool prov = k % 2 == 0;
+            EXPECT_EQ(prov ? kProvKeyMr : kClientKeyMr, v[k]->domain_attr->mr_mode) << name << k;
+            EXPECT_EQ(prov ? 8u : 4u, v[k]->domain_attr->mr_key_size) << name << k;
+            EXPECT_EQ(k < 2 ? uint32_t(FI_PROTO_CXI) : uint32_t(FI_PROTO_CXI_RNR),
+                      v[k]->ep_attr->protocol)
+                << name << k;
+        }
     }
 }
 
