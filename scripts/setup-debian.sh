@@ -13,6 +13,7 @@ packages=(
     tshark python3                     # the Wireshark dissector's test
     go-md2man                          # man pages (roff) from docs/man/*.md
     clang                              # CI builds the shipped code with clang too
+    libclang-rt-14-dev                 # libFuzzer and the sanitizer runtimes for clang
     dpkg-dev                           # the Debian package (cpack: dpkg-shlibdeps)
 )
 missing=()

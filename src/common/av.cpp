@@ -66,8 +66,9 @@ int av_close(fid *f) {
 }
 
 int Av::check_attr(const fi_av_attr &attr) {
-    if (attr.type != FI_AV_UNSPEC && attr.type != FI_AV_MAP && attr.type != FI_AV_TABLE)
-        SN_REJECT(-FI_EINVAL, FI_LOG_AV, "invalid AV type %d\n", attr.type);
+    const int type = raw_enum(attr.type);
+    if (type != FI_AV_UNSPEC && type != FI_AV_MAP && type != FI_AV_TABLE)
+        SN_REJECT(-FI_EINVAL, FI_LOG_AV, "invalid AV type %d\n", type);
     if (attr.flags & FI_EVENT) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "FI_EVENT is not supported\n");
     if ((attr.flags & FI_READ) && !attr.name)
         SN_REJECT(-FI_EINVAL, FI_LOG_AV, "FI_READ opens a named AV: give attr.name\n");

@@ -54,14 +54,16 @@ fi_ops cntr_fid_ops = make_fid_ops(cntr_close, fid_no_bind, cntr_control, fid_no
 
 int Cntr::check_attr(const fi_cntr_attr &attr) {
     // 1 is FI_CNTR_EVENTS_BYTES, which 1.17's enum does not name.
-    const int events = attr.events;
+    const int events = raw_enum(attr.events);
     if (events != FI_CNTR_EVENTS_COMP && events != 1)
         SN_REJECT(-FI_ENOSYS, FI_LOG_CNTR, "unsupported counter events %d\n", events);
-    if (attr.wait_obj == FI_WAIT_SET && !attr.wait_set)
+    const int wait = raw_enum(attr.wait_obj);
+    if (wait == FI_WAIT_SET && !attr.wait_set)
         SN_REJECT(-FI_EINVAL, FI_LOG_CNTR, "FI_WAIT_SET without a wait set\n");
-    if (!polled_wait_obj(attr.wait_obj) && !WaitFd::serves(attr.wait_obj) &&
-        attr.wait_obj != FI_WAIT_SET)
-        SN_REJECT(-FI_ENOSYS, FI_LOG_CNTR, "unsupported counter wait object %d\n", attr.wait_obj);
+    const auto w = fi_wait_obj(wait);  // a valid value from here on, or rejected below
+    if (wait < FI_WAIT_NONE || wait > FI_WAIT_POLLFD ||
+        (!polled_wait_obj(w) && !WaitFd::serves(w) && wait != FI_WAIT_SET))
+        SN_REJECT(-FI_ENOSYS, FI_LOG_CNTR, "unsupported counter wait object %d\n", wait);
     if (attr.flags & ~(1ULL << 32))
         SN_REJECT(-FI_ENOSYS, FI_LOG_CNTR, "unsupported counter flags 0x%lx\n", attr.flags);
     return 0;

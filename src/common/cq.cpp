@@ -72,7 +72,9 @@ fi_ops cq_fid_ops = make_fid_ops(cq_close, fid_no_bind, cq_control, fid_no_ops_o
 }  // namespace
 
 int Cq::check_attr(const fi_cq_attr &attr) {
-    switch (attr.format) {
+    const int format = raw_enum(attr.format), wait = raw_enum(attr.wait_obj);
+    const int cond = raw_enum(attr.wait_cond);
+    switch (format) {
         case FI_CQ_FORMAT_UNSPEC:
         case FI_CQ_FORMAT_CONTEXT:
         case FI_CQ_FORMAT_MSG:
@@ -80,15 +82,15 @@ int Cq::check_attr(const fi_cq_attr &attr) {
         case FI_CQ_FORMAT_TAGGED:
             break;
         default:
-            SN_REJECT(-FI_ENOSYS, FI_LOG_CQ, "unsupported CQ format %d\n", attr.format);
+            SN_REJECT(-FI_ENOSYS, FI_LOG_CQ, "unsupported CQ format %d\n", format);
     }
-    if (attr.wait_obj == FI_WAIT_SET && !attr.wait_set)
+    if (wait == FI_WAIT_SET && !attr.wait_set)
         SN_REJECT(-FI_EINVAL, FI_LOG_CQ, "FI_WAIT_SET without a wait set\n");
-    if (attr.wait_obj != FI_WAIT_NONE && attr.wait_obj != FI_WAIT_SET &&
-        !WaitFd::serves(attr.wait_obj))
-        SN_REJECT(-FI_ENOSYS, FI_LOG_CQ, "unsupported CQ wait object %d\n", attr.wait_obj);
-    if (attr.wait_cond != FI_CQ_COND_NONE)
-        SN_REJECT(-FI_ENOSYS, FI_LOG_CQ, "unsupported CQ wait condition %d\n", attr.wait_cond);
+    if (wait != FI_WAIT_NONE && wait != FI_WAIT_SET &&
+        (wait < FI_WAIT_NONE || wait > FI_WAIT_POLLFD || !WaitFd::serves(fi_wait_obj(wait))))
+        SN_REJECT(-FI_ENOSYS, FI_LOG_CQ, "unsupported CQ wait object %d\n", wait);
+    if (cond != FI_CQ_COND_NONE)
+        SN_REJECT(-FI_ENOSYS, FI_LOG_CQ, "unsupported CQ wait condition %d\n", cond);
     if (attr.flags & FI_AFFINITY)
         SN_REJECT(-FI_ENOSYS, FI_LOG_CQ, "FI_AFFINITY is not supported\n");
     return 0;

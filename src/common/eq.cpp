@@ -61,8 +61,10 @@ const char *eq_strerror(int prov_errno, char *buf, size_t len) {
 }
 
 int Eq::check_attr(const fi_eq_attr &attr) {
-    if (!polled_wait_obj(attr.wait_obj) && attr.wait_obj != FI_WAIT_FD)
-        SN_REJECT(-FI_ENOSYS, FI_LOG_EQ, "unsupported EQ wait object %d\n", attr.wait_obj);
+    const int wait = raw_enum(attr.wait_obj);
+    if (wait != FI_WAIT_NONE && wait != FI_WAIT_UNSPEC && wait != FI_WAIT_YIELD &&
+        wait != FI_WAIT_FD)
+        SN_REJECT(-FI_ENOSYS, FI_LOG_EQ, "unsupported EQ wait object %d\n", wait);
     return 0;
 }
 

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <new>
 #include <utility>
 
@@ -61,6 +62,17 @@ class RefCount {
   private:
     std::atomic<int> n_{0};
 };
+
+// An enum field of an application's struct may hold any bit pattern (a bad value is
+// what argument checks exist for); loading it as the enum type is undefined behaviour,
+// so checks read it as the integer it is.
+template <class E>
+int raw_enum(const E &field) {
+    static_assert(sizeof(E) == sizeof(int));
+    int v;
+    std::memcpy(&v, &field, sizeof(v));
+    return v;
+}
 
 // The reference an object holds on its parent (a domain or fabric) for as long as it
 // lives, so that closing the parent first answers -FI_EBUSY instead of leaving the

@@ -36,9 +36,9 @@ fi_ops wait_fid_ops = make_fid_ops(ws_close, fid_no_bind, ws_control, fid_no_ops
 int WaitSet::open(RefCount &fabric_refs, fi_wait_attr *attr, fid_wait **out) {
     if (!attr || !out) SN_REJECT(-FI_EINVAL, FI_LOG_CORE, "NULL attr or wait set\n");
     if (attr->flags) SN_REJECT(-FI_EINVAL, FI_LOG_CORE, "wait set flags must be 0\n");
-    if (attr->wait_obj != FI_WAIT_UNSPEC && attr->wait_obj != FI_WAIT_FD)
-        SN_REJECT(-FI_ENOSYS, FI_LOG_CORE, "wait set wait object %d: FD or UNSPEC only\n",
-                  attr->wait_obj);
+    const int wait = raw_enum(attr->wait_obj);
+    if (wait != FI_WAIT_UNSPEC && wait != FI_WAIT_FD)
+        SN_REJECT(-FI_ENOSYS, FI_LOG_CORE, "wait set wait object %d: FD or UNSPEC only\n", wait);
     int epfd = epoll_create1(EPOLL_CLOEXEC);
     if (epfd < 0) SN_REJECT(-FI_ENOMEM, FI_LOG_CORE, "epoll_create1 failed\n");
     return guarded([&] {

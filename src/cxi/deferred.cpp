@@ -59,7 +59,7 @@ bool copy_op(Op &dst, const Op *src) {
     return wb;
 }
 
-bool supported(fi_op_type t) {
+bool supported(int t) {
     return t == FI_OP_RECV || t == FI_OP_SEND || t == FI_OP_TRECV || t == FI_OP_TSEND ||
            t == FI_OP_READ || t == FI_OP_WRITE || t == FI_OP_ATOMIC || t == FI_OP_FETCH_ATOMIC ||
            t == FI_OP_COMPARE_ATOMIC || t == FI_OP_CNTR_SET || t == FI_OP_CNTR_ADD;
@@ -125,8 +125,9 @@ int DeferredQueue::check(const fi_deferred_work &w, const void *domain) {
     Counter *trig = counter_of(w.triggering_cntr);
     if (!trig || &trig->domain() != domain)
         SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "no triggering counter of this domain\n");
-    if (!supported(w.op_type) || !w.op.msg)
-        SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "operation type %d cannot be deferred\n", w.op_type);
+    if (!supported(raw_enum(w.op_type)) || !w.op.msg)
+        SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "operation type %d cannot be deferred\n",
+                  raw_enum(w.op_type));
     if (w.op_type == FI_OP_CNTR_SET || w.op_type == FI_OP_CNTR_ADD) {
         if (w.completion_cntr)
             SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "counter operations take no completion counter\n");

@@ -267,7 +267,8 @@ int open_endpoint(Domain &d, const fi_info &info, void *context, bool scalable, 
 int endpoint_open(fid_domain *domain, fi_info *info, fid_ep **ep, void *context) {
     if (!domain || !info || !ep) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "NULL info or ep\n");
     Domain *d = owner_of<Domain>(domain);
-    if (info->ep_attr && info->ep_attr->type != FI_EP_RDM && info->ep_attr->type != FI_EP_UNSPEC)
+    if (info->ep_attr && raw_enum(info->ep_attr->type) != FI_EP_RDM &&
+        raw_enum(info->ep_attr->type) != FI_EP_UNSPEC)
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "cxi endpoints are FI_EP_RDM only\n");
     if (info->tx_attr && info->tx_attr->size > kTxSizeMax)
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "tx size %zu > %zu\n", info->tx_attr->size,
@@ -291,7 +292,8 @@ int scalable_ep_open(fid_domain *domain, fi_info *info, fid_ep **sep, void *cont
     if (info->ep_attr &&
         (info->ep_attr->tx_ctx_cnt > kMaxContexts || info->ep_attr->rx_ctx_cnt > kMaxContexts))
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "at most %zu contexts\n", kMaxContexts);
-    if (info->ep_attr && info->ep_attr->type != FI_EP_RDM && info->ep_attr->type != FI_EP_UNSPEC)
+    if (info->ep_attr && raw_enum(info->ep_attr->type) != FI_EP_RDM &&
+        raw_enum(info->ep_attr->type) != FI_EP_UNSPEC)
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "cxi endpoints are FI_EP_RDM only\n");
     return open_endpoint(*owner_of<Domain>(domain), *info, context, true, *sep);
 }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/fi_api.hpp"
+#include "common/fid.hpp"
 #include "common/info.hpp"
 #include "common/log.hpp"
 #include "cxi/addr.hpp"
@@ -215,7 +216,8 @@ bool hints_acceptable(const fi_info *hints) {
         SN_INFO(FI_LOG_CORE, "FI_SOURCE_ERR requires FI_SOURCE\n");
         return false;
     }
-    if (hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC && hints->ep_attr->type != FI_EP_RDM)
+    if (hints->ep_attr && raw_enum(hints->ep_attr->type) != FI_EP_UNSPEC &&
+        raw_enum(hints->ep_attr->type) != FI_EP_RDM)
         return false;
     return true;
 }

@@ -59,7 +59,7 @@ bool read_all(int fd, std::string &out) {
     }
 }
 
-int parse(const std::string &bytes, std::vector<Service> &out, std::string *why) {
+int parse_bytes(const std::string &bytes, std::vector<Service> &out, std::string *why) {
     auto fail = [&](const char *w) {
         if (why) *why = w;
         return -EIO;
@@ -162,7 +162,11 @@ int Registry::load(std::vector<Service> &out, std::string *why) const {
         if (why) *why = "unreadable or too large";
         return -EIO;
     }
-    return parse(bytes, out, why);
+    return parse_bytes(bytes, out, why);
+}
+
+int Registry::parse(const std::string &bytes, std::vector<Service> &out, std::string *why) {
+    return parse_bytes(bytes, out, why);
 }
 
 int Registry::modify(const std::function<int(std::vector<Service> &)> &change) {

@@ -51,6 +51,8 @@ class Registry {
     // Load, apply `change`, and store the result if it returned >= 0 (needs root).
     int modify(const std::function<int(std::vector<Service> &)> &change);
     const std::string &device() const { return device_; }
+    // A registry file's bytes (untrusted: tests/fuzz feeds it anything).
+    static int parse(const std::string &bytes, std::vector<Service> &out, std::string *why);
     // SOFTNIC_CXI_SERVICES when it names a directory owned by root and writable by root
     // alone, else /var/lib/softnic/cxi.
     static std::string dir();

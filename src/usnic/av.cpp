@@ -228,8 +228,9 @@ int av_open(Domain *domain, fi_av_attr *attr, fid_av **av, void *context) {
     if (attr->flags & ~uint64_t(FI_EVENT))
         SN_REJECT(-FI_EINVAL, FI_LOG_AV, "AV flags other than FI_EVENT\n");
     if (attr->rx_ctx_bits) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "no receive contexts\n");
-    if (attr->type != FI_AV_UNSPEC && attr->type != FI_AV_MAP && attr->type != FI_AV_TABLE)
-        SN_REJECT(-FI_EINVAL, FI_LOG_AV, "unknown AV type %d\n", attr->type);
+    const int type = raw_enum(attr->type);
+    if (type != FI_AV_UNSPEC && type != FI_AV_MAP && type != FI_AV_TABLE)
+        SN_REJECT(-FI_EINVAL, FI_LOG_AV, "unknown AV type %d\n", type);
     if (attr->type == FI_AV_UNSPEC) attr->type = FI_AV_MAP;
     auto *a = new UAv(domain, *attr, context);
     *av = a->fid();

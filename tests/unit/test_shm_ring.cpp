@@ -90,12 +90,33 @@ TEST(ShmRing, HostileLengthIsDroppedNotTrusted) {
     Segment other;
     ASSERT_EQ(0, other.open(r.name));
     auto *h = static_cast<RingHeader *>(other.addr());
-    ring_cell(h, 1)->len = 0xFFFFFFFFu;
+    ring_cell(h, 1, 256, 16)->len = 0xFFFFFFFFu;
     Collector c;
     EXPECT_EQ(3u, r.rx->poll(c, 100)) << "the bad cell is consumed";
     ASSERT_EQ(2u, c.got.size()) << "but never delivered";
     EXPECT_EQ("Hgood1", c.got[0]);
     EXPECT_EQ("Hgood2", c.got[1]);
+}
+
+// The geometry in the segment is anyone's to overwrite: consumer and producers keep
+// the copy they took, so a huge cell count or size reaches no memory past the ring.
+TEST(ShmRing, ScribbledGeometryIsNotFollowed) {
+    Ring r({256, 16});
+    ASSERT_TRUE(r.send("before"));
+    Segment other;
+    ASSERT_EQ(0, other.open(r.name));
+    auto *h = static_cast<RingHeader *>(other.addr());
+    h->cell_count = 1u << 30;
+    h->cell_size = 1u << 20;
+    Collector c;
+    EXPECT_EQ(1u, r.rx->poll(c, 100));
+    for (int i = 0; i < 40; i++) {  // wraps the 16 cells: positions past them stay inside
+        ASSERT_TRUE(r.send("after")) << i;
+        ASSERT_EQ(1u, r.rx->poll(c, 100)) << i;
+    }
+    ASSERT_EQ(41u, c.got.size());
+    EXPECT_EQ("Hbefore", c.got[0]);
+    EXPECT_EQ("Hafter", c.got[40]);
 }
 
 TEST(ShmRing, RingOfADeadOwnerIsReclaimedAndMarkedClosed) {

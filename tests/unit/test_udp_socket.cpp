@@ -60,7 +60,9 @@ void round_trip(Pair &p, const std::vector<size_t> &lens) {
         for (size_t i = 0; i < n; i++, got++) {
             ASSERT_LT(got, sent.size());
             ASSERT_EQ(batch.len(i), sent[got].size()) << "datagram " << got;
-            EXPECT_EQ(0, std::memcmp(batch.data(i), sent[got].data(), sent[got].size()));
+            if (!sent[got].empty()) {  // an empty vector's data() may be null
+                EXPECT_EQ(0, std::memcmp(batch.data(i), sent[got].data(), sent[got].size()));
+            }
             EXPECT_EQ(ntohs(batch.from(i).sin_port), p.port);
         }
     }

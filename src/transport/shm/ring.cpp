@@ -98,12 +98,16 @@ size_t ring_bytes(uint32_t cell_size, uint32_t cell_count) {
     return sizeof(RingHeader) + size_t(cell_size) * cell_count;
 }
 
-bool ring_valid(const RingHeader *h, size_t mapped) {
-    if (mapped < sizeof(RingHeader) || h->magic != kRingMagic || h->version != kRingVersion)
-        return false;
-    if (h->cell_count == 0 || (h->cell_count & (h->cell_count - 1))) return false;
-    if (h->cell_size < 64 || h->cell_size % 64 || h->cell_size > (1u << 20)) return false;
-    return ring_bytes(h->cell_size, h->cell_count) <= mapped;
+bool ring_valid(const RingHeader *h, size_t mapped, uint32_t &cell_size, uint32_t &cell_count) {
+    if (mapped < sizeof(RingHeader)) return false;
+    // Each field read once: the segment may change under us.
+    const volatile RingHeader *v = h;
+    if (v->magic != kRingMagic || v->version != kRingVersion) return false;
+    cell_size = v->cell_size;
+    cell_count = v->cell_count;
+    if (cell_count == 0 || (cell_count & (cell_count - 1))) return false;
+    if (cell_size < 64 || cell_size % 64 || cell_size > (1u << 20)) return false;
+    return ring_bytes(cell_size, cell_count) <= mapped;
 }
 
 }  // namespace softnic::transport::shm

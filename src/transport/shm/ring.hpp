@@ -63,12 +63,14 @@ class Segment {
 };
 
 size_t ring_bytes(uint32_t cell_size, uint32_t cell_count);
-// Validate a mapped ring header written by someone else.
-bool ring_valid(const RingHeader *h, size_t mapped);
+// Validate a mapped ring header written by someone else; the geometry it checked comes
+// back in cell_size and cell_count (use those, not the segment's).
+bool ring_valid(const RingHeader *h, size_t mapped, uint32_t &cell_size, uint32_t &cell_count);
 
-inline CellHeader *ring_cell(RingHeader *h, uint64_t pos) {
-    return reinterpret_cast<CellHeader *>(h->cells +
-                                          (pos & (h->cell_count - 1)) * size_t(h->cell_size));
+// Cell `pos` of a ring whose geometry the caller took once (at create or validated at
+// open) and keeps privately: the copy in the segment may be overwritten by anyone.
+inline CellHeader *ring_cell(RingHeader *h, uint64_t pos, uint32_t cell_size, uint32_t cell_count) {
+    return reinterpret_cast<CellHeader *>(h->cells + (pos & (cell_count - 1)) * size_t(cell_size));
 }
 
 }  // namespace softnic::transport::shm

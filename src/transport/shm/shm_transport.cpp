@@ -30,9 +30,10 @@ std::unique_ptr<ShmRxQueue> ShmRxQueue::create(const std::string &name, RingGeom
     h->attachment.store(attachment, std::memory_order_relaxed);
     h->enqueue_pos.store(0, std::memory_order_relaxed);
     for (uint64_t i = 0; i < g.cell_count; i++)
-        ring_cell(h, i)->seq.store(i);
+        ring_cell(h, i, g.cell_size, g.cell_count)->seq.store(i);
     h->state.store(kRingReady, std::memory_order_release);
     q->ring_ = h;
+    q->geo_ = g;
     return q;
 }
 
@@ -42,15 +43,15 @@ ShmRxQueue::~ShmRxQueue() {
 
 size_t ShmRxQueue::poll(PacketSink &sink, size_t budget) {
     size_t n = 0;
-    const uint32_t max_len = ring_->cell_size - kCellHeader;
+    const uint32_t max_len = geo_.cell_size - kCellHeader;
     for (; n < budget; n++) {
-        CellHeader *c = ring_cell(ring_, head_);
+        CellHeader *c = ring_cell(ring_, head_, geo_.cell_size, geo_.cell_count);
         if (c->seq.load(std::memory_order_acquire) != head_ + 1) break;  // nothing published
         uint32_t len = c->len;
         const uint8_t *data = reinterpret_cast<const uint8_t *>(c) + kCellHeader;
         // A peer's bytes: a bad length is dropped, never trusted.
         if (len <= max_len && !sink.deliver(data, len)) break;
-        c->seq.store(head_ + ring_->cell_count, std::memory_order_release);
+        c->seq.store(head_ + geo_.cell_count, std::memory_order_release);
         head_++;
     }
     return n;
@@ -61,11 +62,14 @@ std::unique_ptr<ShmLink> ShmLink::open(const std::string &name, int &err) {
     err = l->seg_.open(name);
     if (err) return nullptr;
     auto *h = static_cast<RingHeader *>(l->seg_.addr());
-    if (h->state.load(std::memory_order_acquire) != kRingReady || !ring_valid(h, l->seg_.size())) {
+    RingGeometry g;
+    if (h->state.load(std::memory_order_acquire) != kRingReady ||
+        !ring_valid(h, l->seg_.size(), g.cell_size, g.cell_count)) {
         err = -ENOENT;
         return nullptr;
     }
     l->ring_ = h;
+    l->geo_ = g;
     l->owner_ = h->owner_pid;
     l->cma_ok_ = g_single_copy;
     return l;
@@ -76,7 +80,7 @@ bool ShmLink::send(const void *hdr, size_t hdr_len, const iovec *iov, size_t iov
     uint64_t pos = h->enqueue_pos.load(std::memory_order_relaxed);
     CellHeader *c;
     for (;;) {
-        c = ring_cell(h, pos);
+        c = ring_cell(h, pos, geo_.cell_size, geo_.cell_count);
         uint64_t seq = c->seq.load(std::memory_order_acquire);
         int64_t dif = int64_t(seq) - int64_t(pos);
         if (dif == 0) {
@@ -89,7 +93,7 @@ bool ShmLink::send(const void *hdr, size_t hdr_len, const iovec *iov, size_t iov
         }
     }
     uint8_t *dst = reinterpret_cast<uint8_t *>(c) + kCellHeader;
-    std::memcpy(dst, hdr, hdr_len);
+    if (hdr_len) std::memcpy(dst, hdr, hdr_len);
     size_t off = hdr_len;
     for (size_t i = 0; i < iovcnt; i++) {
         if (iov[i].iov_len) std::memcpy(dst + off, iov[i].iov_base, iov[i].iov_len);

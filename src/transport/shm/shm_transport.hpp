@@ -27,6 +27,7 @@ class ShmRxQueue final : public RxQueue {
   private:
     Segment seg_;
     RingHeader *ring_ = nullptr;
+    RingGeometry geo_;   // private copies: the segment's may be scribbled on
     uint64_t head_ = 0;  // consumer position: private to this process
 };
 
@@ -40,7 +41,7 @@ class ShmLink final : public Link, private BulkAccess {
   public:
     // Null with err = -ENOENT when no such ring exists (no endpoint at that address).
     static std::unique_ptr<ShmLink> open(const std::string &name, int &err);
-    size_t max_packet() const override { return ring_->cell_size - kCellHeader; }
+    size_t max_packet() const override { return geo_.cell_size - kCellHeader; }
     bool send(const void *hdr, size_t hdr_len, const iovec *iov, size_t iovcnt, bool more) override;
     bool alive() override;
     bool peer_dead() override;
@@ -56,6 +57,7 @@ class ShmLink final : public Link, private BulkAccess {
 
     Segment seg_;
     RingHeader *ring_ = nullptr;
+    RingGeometry geo_;  // validated at open; the owner may change the segment's later
     pid_t owner_ = 0;
     bool cma_ok_ = true;  // cleared when the kernel refuses process_vm_readv
 };

@@ -80,6 +80,8 @@ std::unique_ptr<Window> Window::create(const std::string &name, uint32_t counter
     std::atomic_thread_fence(std::memory_order_release);
     h->magic = kWindowMagic;  // the segment is zero-filled: every slot starts empty
     w->hdr_ = h;
+    w->slot_count_ = slots;
+    w->counter_count_ = counters;
     return w;
 }
 
@@ -88,12 +90,12 @@ std::atomic<uint64_t> *Window::counters() {
 }
 
 RegionSlot *Window::slots() {
-    return slots_of(hdr_, hdr_->counter_count);
+    return slots_of(hdr_, counter_count_);
 }
 
 bool Window::publish(uint64_t key, uint64_t base, uint64_t len, uint64_t access) {
     std::lock_guard<std::mutex> g(lock_);
-    const uint32_t n = hdr_->slot_count;
+    const uint32_t n = slot_count_;
     for (uint32_t i = 0, at = home(key, n); i < n; i++, at = (at + 1) & (n - 1)) {
         RegionSlot &s = slots()[at];
         if (s.state.load(std::memory_order_relaxed) == kSlotLive) continue;
@@ -111,7 +113,7 @@ bool Window::publish(uint64_t key, uint64_t base, uint64_t len, uint64_t access)
 
 void Window::withdraw(uint64_t key) {
     std::lock_guard<std::mutex> g(lock_);
-    const uint32_t n = hdr_->slot_count;
+    const uint32_t n = slot_count_;
     for (uint32_t i = 0, at = home(key, n); i < n; i++, at = (at + 1) & (n - 1)) {
         RegionSlot &s = slots()[at];
         uint64_t st = s.state.load(std::memory_order_relaxed);

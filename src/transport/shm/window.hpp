@@ -57,7 +57,8 @@ class Window {
     RegionSlot *slots();
     Segment seg_;
     WindowHeader *hdr_ = nullptr;
-    std::mutex lock_;  // owners may register from several threads
+    uint32_t slot_count_ = 0, counter_count_ = 0;  // ours: peers map the header writable
+    std::mutex lock_;                              // owners may register from several threads
 };
 
 // A peer's view of someone else's window.
