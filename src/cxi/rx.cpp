@@ -230,6 +230,9 @@ RxMsg *Context::match_unexpected(const RecvArgs &a, bool skip_claimed) {
     probe.src = a.src;
     for (RxMsg *m = unexpected_[a.tagged].head; m; m = m->next) {
         if (skip_claimed && m->claimed) continue;
+        // A message that came before its sender was in the AV (an MPI peer that finished
+        // its wire-up first) has a source once the address is inserted.
+        if (!m->src_known) m->src_addr = source_of(m->src_key, m->src_known);
         if (recv_matches(probe, m->tagged(), m->tag, m->src_addr)) return m;
     }
     return nullptr;
@@ -242,7 +245,7 @@ void Context::take_unexpected(RxMsg *m, RecvOp *op) {
     size_t kept = std::min(m->got, m->ux_cap);
     bool arriving = !m->eager_done();
     bind_receive(m, op, false);  // multi-receive buffers stay listed until full
-    if (m->want) std::memcpy(m->dst, ux, std::min(kept, m->want));
+    if (m->want && kept) std::memcpy(m->dst, ux, std::min(kept, m->want));
     m->pull_from = (m->wflags & kWWhole) ? 0 : m->eager_len;
     if (arriving) {  // the rest of the eager bytes now go straight to the receive buffer
         m->dst_cap = std::min(m->want, m->eager_len);

@@ -273,6 +273,27 @@ TEST_P(TaggedTest, DirectedTaggedReceive) {
     wait_err(p.b->rx(), &rw, "cancel");
 }
 
+// Open MPI's ranks finish their wire-up at different times: a message may arrive before
+// the receiver has its sender in the AV. Once the address is inserted, a receive
+// directed at it must take that message (found by the soak test: MPI across hosts hung).
+TEST_P(TaggedTest, MessageFromAPeerNotYetInTheAvMatchesADirectedReceiveLater) {
+    EpOptions ob;
+    ob.caps = FI_TAGGED | FI_DIRECTED_RECV | FI_SOURCE;
+    Pair p = make_pair({}, ob);
+    ASSERT_OK(fi_av_remove(p.b->av(), &p.b2a, 1, 0));
+    ASSERT_OK(fi_tinject(p.a->ep(), "early", 6, p.a2b, 9));
+    char in[8] = {};
+    for (int i = 0; i < 20000; i++)  // progress b: the message arrives, unexpected
+        ASSERT_EQ(0u, p.b->rx().poll());
+    fi_addr_t a = p.b->insert(p.a->name());
+    int rctx = 0;
+    trecv(*p.b, in, sizeof(in), 9, 0, &rctx, a);
+    Comp r = wait_comp(p.b->rx(), &rctx, "directed receive of an early message");
+    EXPECT_STREQ("early", in);
+    EXPECT_EQ(9u, r.e.tag);
+    EXPECT_EQ(a, r.src);
+}
+
 CXIT_INSTANTIATE_TRANSPORTS(TaggedTest);
 
 }  // namespace

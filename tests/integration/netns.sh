@@ -12,6 +12,10 @@
 #   netns_atexit CMD            # one more command to run at teardown (temp dirs ...)
 #   netns_pingpong PORT ARGS... # fi_pingpong -p $PROV, server in A, client in B
 #
+# More hosts: netns_up_hosts N [mtu] makes N namespaces NS_HOSTS[0..N-1] (addresses
+# IP_HOSTS[i] = 10.78.M.(i+1)/24) whose veths meet on a bridge in a hub namespace;
+# in_host I CMD... runs CMD in host I; netns_drop_hosts PERCENT drops there.
+#
 # Safe under set -e. The EXIT trap belongs to this library: use netns_atexit.
 #
 # Addresses: 10.77.N.1 (A) and 10.77.N.2 (B), N = 1 + $$ % 250. Namespaces are
@@ -22,6 +26,8 @@
 
 NETNS_PREFIX=${NETNS_PREFIX:-sn}
 NETNS_ATEXIT=()
+NS_HOSTS=()  # netns_up_hosts
+IP_HOSTS=()
 
 netns_require_root() {
     local probe="${NETNS_PREFIX}-probe-$$"
@@ -45,7 +51,8 @@ netns_reap_stale() {
     local ns pid p
     for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
         case $ns in
-        "$NETNS_PREFIX"-a-* | "$NETNS_PREFIX"-b-*) pid=${ns##*-} ;;
+        "$NETNS_PREFIX"-a-* | "$NETNS_PREFIX"-b-* | "$NETNS_PREFIX"-h[0-9]*-* | \
+            "$NETNS_PREFIX"-hub-*) pid=${ns##*-} ;;
         *) continue ;;
         esac
         [[ $pid =~ ^[0-9]+$ ]] || continue
@@ -61,7 +68,7 @@ netns_down() {
     local ns p c
     for c in "${NETNS_ATEXIT[@]}"; do eval "$c" 2>/dev/null || true; done
     NETNS_ATEXIT=()
-    for ns in ${NS_A:-} ${NS_B:-}; do
+    for ns in ${NS_A:-} ${NS_B:-} "${NS_HOSTS[@]}" ${NS_HUB:-}; do
         # Only processes this run started can live in its namespaces.
         for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
         ip netns del "$ns" 2>/dev/null || true
@@ -118,11 +125,21 @@ netns_mtu() {
 # sendto() fail with EPERM, which is not what a lossy wire looks like. TCP is untouched,
 # so fi_pingpong's address exchange and Open MPI's wire-up keep working.
 netns_drop() {
-    local pct=${1:?percent} ns
+    netns_drop_in "${1:?percent}" "$NS_A" "$NS_B"
+    echo "netns: dropping $1 % of the UDP packets arriving in $NS_A and in $NS_B"
+}
+
+# Packets dropped so far by netns_drop's rules (both namespaces together).
+netns_drop_count() { netns_drop_count_in "$NS_A" "$NS_B"; }
+
+# The rule itself, in each namespace named (replacing an earlier one).
+netns_drop_in() {
+    local pct=$1 ns
+    shift
     if ! [[ $pct =~ ^[0-9]+$ ]] || [ "$pct" -gt 100 ]; then
         fail "netns_drop: bad percentage $pct"
     fi
-    for ns in "$NS_A" "$NS_B"; do
+    for ns in "$@"; do
         ip netns exec "$ns" nft -f - <<EOF || fail "nftables drop rule in $ns"
 table inet softnic_loss
 delete table inet softnic_loss
@@ -134,13 +151,11 @@ table inet softnic_loss {
 }
 EOF
     done
-    echo "netns: dropping $pct % of the UDP packets arriving in $NS_A and in $NS_B"
 }
 
-# Packets dropped so far by netns_drop's rules (both namespaces together).
-netns_drop_count() {
+netns_drop_count_in() {
     local ns
-    for ns in "$NS_A" "$NS_B"; do
+    for ns in "$@"; do
         ip netns exec "$ns" nft list table inet softnic_loss 2>/dev/null
     done | awk '/counter packets/ { for (i = 1; i < NF; i++) if ($i == "packets") s += $(i + 1) }
                 END { print s + 0 }'
@@ -179,3 +194,58 @@ netns_pingpong() {
     fi
     rm -f "$log"
 }
+
+# ---- N hosts on one bridge --------------------------------------------------------
+
+netns_up_hosts() {
+    local n=${1:?host count} mtu=${2:-1500} i ns
+    netns_reap_stale
+    trap netns_down EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+    NS_HUB="${NETNS_PREFIX}-hub-$$"
+    NS_IF=snveth
+    local m=$((1 + $$ % 250))
+    NS_NET="10.78.$m.0/24"
+    ip netns add "$NS_HUB" || fail "ip netns add $NS_HUB"
+    ip -n "$NS_HUB" link add name snbr type bridge || fail "bridge in $NS_HUB"
+    ip -n "$NS_HUB" link set snbr up || fail "bridge up"
+    for ((i = 0; i < n; i++)); do
+        ns="${NETNS_PREFIX}-h$i-$$"
+        NS_HOSTS+=("$ns")
+        IP_HOSTS+=("10.78.$m.$((i + 1))")
+        ip netns add "$ns" || fail "ip netns add $ns"
+        ip link add name "$NS_IF" netns "$ns" mtu "$mtu" type veth \
+            peer name "snp$i" netns "$NS_HUB" mtu "$mtu" || fail "veth for host $i"
+        ip -n "$NS_HUB" link set "snp$i" master snbr up || fail "snp$i on the bridge"
+        ip -n "$ns" addr add "${IP_HOSTS[$i]}/24" dev "$NS_IF" || fail "address ${IP_HOSTS[$i]}"
+        ip -n "$ns" link set lo up || fail "lo up in $ns"
+        ip -n "$ns" link set "$NS_IF" up || fail "$NS_IF up in $ns"
+    done
+    export NS_IF NS_NET NS_HUB
+    # A bridge without STP forwards as soon as its ports are up: wait for every link.
+    local tries=0 link
+    for ((i = 0; i < n; i++)); do
+        for link in "${NS_HOSTS[$i]} $NS_IF" "$NS_HUB snp$i"; do
+            set -- $link
+            until ip -n "$1" -o link show dev "$2" | grep -q 'state UP'; do
+                tries=$((tries + 1))
+                [ $tries -lt 100 ] || fail "link $2 in $1 did not come up"
+                sleep 0.1
+            done
+        done
+    done
+    echo "netns: $n hosts ${IP_HOSTS[*]} on a bridge in $NS_HUB, mtu $mtu"
+}
+
+in_host() {
+    local i=$1
+    shift
+    ip netns exec "${NS_HOSTS[$i]}" env FI_CXI_SOFT_NICS="${IP_HOSTS[$i]}" "$@"
+}
+
+# netns_drop for the hosts of netns_up_hosts: each drops PERCENT % of the UDP it receives.
+netns_drop_hosts() { netns_drop_in "${1:?percent}" "${NS_HOSTS[@]}"; }
+
+# Packets dropped so far by netns_drop_hosts' rules, all hosts together.
+netns_drop_count_hosts() { netns_drop_count_in "${NS_HOSTS[@]}"; }
