@@ -9,5 +9,5 @@ scripts/build.sh
 # The shipped code also builds warning-free as Release (and with clang: the fuzz build).
 scripts/build-variants.sh
 scripts/test-sanitizers.sh
-FUZZ_SECONDS=${FUZZ_SECONDS:-45} scripts/fuzz.sh
+FUZZ_SECONDS=${FUZZ_SECONDS:-30} scripts/fuzz.sh
 ctest --test-dir build --output-on-failure -j"${JOBS:-2}" --timeout 600
