@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "common/fi_api.hpp"
+
 namespace softnic {
 
 int av_close(fid *f);
@@ -36,11 +38,22 @@ const char *op_straddr(fid_av *f, const void *addr, char *buf, size_t *len) {
 int op_av_set(fid_av *, fi_av_set_attr *, fid_av_set **, void *) {
     SN_REJECT(-FI_ENOSYS, FI_LOG_AV, "AV sets (collectives) are not supported\n");
 }
+#if SOFTNIC_HAS_AV_AUTH_KEY
+int op_insert_auth_key(fid_av *f, const void *key, size_t size, fi_addr_t *fi_addr,
+                       uint64_t flags) {
+    return guarded([&] { return av_of(f)->insert_auth_key(key, size, fi_addr, flags); });
+}
+int op_lookup_auth_key(fid_av *f, fi_addr_t a, void *key, size_t *size) {
+    return av_of(f)->lookup_auth_key(a, key, size);
+}
+int op_set_user_id(fid_av *f, fi_addr_t a, fi_addr_t user_id, uint64_t flags) {
+    return av_of(f)->set_user_id(a, user_id, flags);
+}
+#endif
 
 }  // namespace
 
-// Filled by name: libfabric 2.x appends operations (per-entry authorization keys, user
-// ids) that stay null here, which libfabric reports as -FI_ENOSYS.
+// Filled by name: libfabric 1.20 appended the authorization-key and user-id operations.
 fi_ops_av make_av_ops() {
     fi_ops_av o{};
     o.size = sizeof(o);
@@ -51,6 +64,11 @@ fi_ops_av make_av_ops() {
     o.lookup = op_lookup;
     o.straddr = op_straddr;
     o.av_set = op_av_set;
+#if SOFTNIC_HAS_AV_AUTH_KEY
+    o.insert_auth_key = op_insert_auth_key;
+    o.lookup_auth_key = op_lookup_auth_key;
+    o.set_user_id = op_set_user_id;
+#endif
     return o;
 }
 
@@ -202,17 +220,30 @@ fi_addr_t Av::insert_one(const void *addr, fi_addr_t user_id) {
     return i;
 }
 
-int Av::insert(const void *addr, size_t count, fi_addr_t *fi_addr, uint64_t flags) {
-    if (count && !addr) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "NULL address array\n");
-    if (flags & ~(FI_MORE | FI_AV_USER_ID))
+int Av::check_insert_flags(uint64_t flags, const fi_addr_t *fi_addr) const {
+    if (flags & ~(FI_MORE | FI_AV_USER_ID | kAuthKeyFlag))
         SN_REJECT(-FI_EINVAL, FI_LOG_AV, "unsupported insert flags 0x%lx\n", flags);
-    bool user_ids = flags & FI_AV_USER_ID;
-    if (user_ids && !fi_addr) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "FI_AV_USER_ID needs fi_addr\n");
+    bool user_ids = flags & FI_AV_USER_ID, keyed = flags & kAuthKeyFlag;
+    if ((user_ids || keyed) && !fi_addr)
+        SN_REJECT(-FI_EINVAL, FI_LOG_AV, "FI_AV_USER_ID and FI_AUTH_KEY need fi_addr\n");
     if (user_ids && symmetric())
         SN_REJECT(-FI_EINVAL, FI_LOG_AV, "FI_AV_USER_ID cannot be used with FI_SYMMETRIC\n");
     if (user_ids && (flags_ & FI_AV_USER_ID))
         SN_REJECT(-FI_EINVAL, FI_LOG_AV, "AV already assigns user ids\n");
+    if (keyed && user_ids)
+        SN_REJECT(-FI_EINVAL, FI_LOG_AV, "FI_AUTH_KEY and FI_AV_USER_ID do not go together\n");
+    if (keyed != auth_key_mode())
+        SN_REJECT(-FI_EINVAL, FI_LOG_AV, "%s\n",
+                  keyed ? "FI_AUTH_KEY needs a domain opened with FI_AV_AUTH_KEY"
+                        : "an AV of a FI_AV_AUTH_KEY domain takes addresses with FI_AUTH_KEY");
     if (read_only_) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "AV was opened FI_READ (read-only)\n");
+    return 0;
+}
+
+int Av::insert(const void *addr, size_t count, fi_addr_t *fi_addr, uint64_t flags) {
+    if (count && !addr) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "NULL address array\n");
+    if (int ret = check_insert_flags(flags, fi_addr)) return ret;
+    const bool user_ids = flags & FI_AV_USER_ID, keyed = flags & kAuthKeyFlag;
     std::lock_guard<std::mutex> g(lock_);
     int inserted = 0;
     auto *bytes = static_cast<const uint8_t *>(addr);
@@ -222,7 +253,8 @@ int Av::insert(const void *addr, size_t count, fi_addr_t *fi_addr, uint64_t flag
         std::array<uint8_t, kMaxAddrLen> a{};
         std::memcpy(a.data(), bytes + n * addressing_.addrlen, addressing_.addrlen);
         fi_addr_t id = user_ids ? fi_addr[n] : FI_ADDR_NOTAVAIL;
-        fi_addr_t r = addressing_.valid(a.data()) ? insert_one(a.data(), id) : FI_ADDR_NOTAVAIL;
+        bool ok = addressing_.valid(a.data()) && (!keyed || under_auth_key(fi_addr[n], a.data()));
+        fi_addr_t r = ok ? insert_one(a.data(), id) : FI_ADDR_NOTAVAIL;
         if (r == FI_ADDR_NOTAVAIL)
             SN_WARN(FI_LOG_AV, "address %zu is invalid\n", n);
         else
@@ -242,7 +274,8 @@ int Av::insertsvc(const char *node, const char *service, fi_addr_t *fi_addr, uin
 
 int Av::remove(fi_addr_t *fi_addr, size_t count, uint64_t flags) {
     if (count && !fi_addr) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "NULL fi_addr array\n");
-    if (flags) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "remove flags must be 0\n");
+    if (flags == kAuthKeyFlag) return remove_auth_keys(fi_addr, count);
+    if (flags) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "remove flags must be 0 or FI_AUTH_KEY\n");
     if (read_only_) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "AV was opened FI_READ (read-only)\n");
     std::lock_guard<std::mutex> g(lock_);
     for (size_t n = 0; n < count; n++) {

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <queue>
@@ -26,6 +27,17 @@ struct AvAddressing {
     bool (*valid)(const void *addr);    // well-formed?
     int (*from_service)(const char *node, const char *service, void *out);
     std::string (*to_string)(const void *addr);
+};
+
+// FI_AV_AUTH_KEY (libfabric 1.20 and later): authorization keys inserted into the AV,
+// each named by its own fi_addr_t handle; addresses inserted with FI_AUTH_KEY are
+// reached under the key whose handle they name. The provider says what a key is.
+struct AvAuthKeys {
+    size_t max_keys = 0;  // 0: the AV holds no keys (the domain did not ask for them)
+    size_t key_size = 0;
+    // -FI_E* (logged) if unusable; may rewrite the copy it is given to a canonical form.
+    std::function<int(uint8_t *key)> check;
+    std::function<void(void *addr, const void *key)> apply;  // an address under a key
 };
 
 class Av {
@@ -65,6 +77,18 @@ class Av {
     int remove(fi_addr_t *fi_addr, size_t count, uint64_t flags);
     int lookup(fi_addr_t fi_addr, void *addr, size_t *addrlen);
     const char *straddr(const void *addr, char *buf, size_t *len);
+    int set_user_id(fi_addr_t fi_addr, fi_addr_t user_id, uint64_t flags);
+
+    // Authorization keys (av_auth_keys.cpp).
+    void use_auth_keys(AvAuthKeys policy) { auth_policy_ = std::move(policy); }
+    bool auth_key_mode() const { return auth_policy_.max_keys != 0; }
+    int insert_auth_key(const void *key, size_t size, fi_addr_t *fi_addr, uint64_t flags);
+    int lookup_auth_key(fi_addr_t handle, void *key, size_t *size);
+    int remove_auth_keys(const fi_addr_t *handles, size_t count);
+    // An endpoint enabling takes the keys inserted so far (each copied into `out`, one
+    // key_size record after another) and holds them until release_auth_keys.
+    size_t acquire_auth_keys(std::vector<uint8_t> &out);
+    void release_auth_keys();
 
     // Data path: the entry for an index (masked of rx context bits), or null.
     Entry *entry(fi_addr_t fi_addr) const;
@@ -79,6 +103,9 @@ class Av {
   private:
     static constexpr size_t kChunk = 1024, kMaxChunks = 65536;
     fi_addr_t insert_one(const void *addr, fi_addr_t user_id);
+    int check_insert_flags(uint64_t flags, const fi_addr_t *fi_addr) const;
+    // The address of a FI_AUTH_KEY insert under the key `handle` names; false if none.
+    bool under_auth_key(fi_addr_t handle, uint8_t *addr) const;
     void place_at(size_t i, const void *addr);
     void sync_shared();  // a reader catches up with the creator's table
     int open_shared(const fi_av_attr &attr);
@@ -99,6 +126,13 @@ class Av {
     bool read_only_ = false;
     size_t synced_ = 0;
     std::vector<fi_addr_t> map_;
+    struct AuthKeySlot {
+        std::vector<uint8_t> key;  // empty: a free handle
+        fi_addr_t user_id = FI_ADDR_NOTAVAIL;
+    };
+    AvAuthKeys auth_policy_;
+    std::vector<AuthKeySlot> auth_keys_;
+    uint32_t auth_key_holders_ = 0;  // enabled endpoints configured with the keys
     RefCount refs_;
     ParentRef parent_;
 };

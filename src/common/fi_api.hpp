@@ -29,6 +29,12 @@ constexpr uint64_t kLocalMrMode = 1ULL << 55;  // FI_LOCAL_MR
 constexpr uint64_t kRegMrFlag = 1ULL << 59;    // FI_REG_MR (asynchronous registration)
 constexpr uint64_t kOrderNone = 0;
 
+// Per-entry authorization keys arrived in 1.20 (fi_av_insert_auth_key): the flag and
+// the domain's auth_key_size that asks for them, spelt out so 1.17 builds parse them too.
+#define SOFTNIC_HAS_AV_AUTH_KEY (FI_MAJOR_VERSION > 1 || FI_MINOR_VERSION >= 20)
+constexpr uint64_t kAuthKeyFlag = 1ULL << 57;  // FI_AUTH_KEY
+constexpr size_t kAvAuthKey = SIZE_MAX;        // FI_AV_AUTH_KEY
+
 // Bytes of fi_cq_err_entry that a caller of API `api` owns.
 constexpr size_t cq_err_entry_size(uint32_t api) {
 #if FI_MAJOR_VERSION >= 2

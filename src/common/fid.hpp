@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "common/log.hpp"
+#include "common/not_supported.hpp"
 
 namespace softnic {
 
@@ -109,8 +110,9 @@ inline fi_ops make_fid_ops(int (*close)(fid *), int (*bind)(fid *, fid *, uint64
 }
 
 // Operations that libfabric defines for every fid but most objects do not support.
-int fid_no_bind(fid *, fid *, uint64_t);
-int fid_no_control(fid *, int, void *);
-int fid_no_ops_open(fid *, const char *, uint64_t, void **, void *);
+inline constexpr auto fid_no_bind = NotSupported<int (*)(fid *, fid *, uint64_t)>::fn;
+inline constexpr auto fid_no_control = NotSupported<int (*)(fid *, int, void *)>::fn;
+inline constexpr auto fid_no_ops_open =
+    NotSupported<int (*)(fid *, const char *, uint64_t, void **, void *)>::fn;
 
 }  // namespace softnic

@@ -27,7 +27,7 @@ void Context::stage_amo(TxOp *op) {
 
 bool Context::pump_amo(TxOp *op) {
     if (op->hdr_sent) return true;
-    WireHdr h = wire_hdr(Pkt::kAtomic, vni_, pid_, domain_.nic().addr);
+    WireHdr h = wire_hdr(Pkt::kAtomic, vni_of(op->link), pid_, domain_.nic().addr);
     h.cookie = op->cookie;
     h.tag = op->a.rkey;
     h.rdzv_addr = op->a.raddr;
@@ -93,11 +93,11 @@ void Context::on_atomic(const WireHdr &h, const uint8_t *payload) {
         return;
     }
     int err = 0;
-    WireHdr r = wire_hdr(Pkt::kAtomicResp, vni_, pid_, domain_.nic().addr);
+    WireHdr r = wire_hdr(Pkt::kAtomicResp, h.vni, pid_, domain_.nic().addr);
     r.cookie = h.cookie;
     r.msg_len = h.msg_len;
     r.payload = static_cast<uint32_t>(h.msg_len);
-    send_ctrl(link_for(h.src_nic, h.src_pid, err), r, old);
+    send_ctrl(link_for(h.src_nic, h.src_pid, h.vni, err), r, old);
 }
 
 void Context::on_atomic_resp(const WireHdr &h, const uint8_t *payload) {

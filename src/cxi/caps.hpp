@@ -20,7 +20,8 @@ constexpr uint64_t kRnrMemTagFormat = 0x000000AAAAAAAAAAULL;
 constexpr uint64_t kRnrDefaultMaxRetryUs = 500000;
 constexpr size_t kTxSizeMax = 16384;
 constexpr size_t kRxSizeMax = 15360;
-constexpr size_t kMaxContexts = 16;  // scalable endpoint: one PID per context pair
+constexpr size_t kMaxEpAuthKeys = 4;  // FI_AV_AUTH_KEY: VNIs one endpoint listens on
+constexpr size_t kMaxContexts = 16;   // scalable endpoint: one PID per context pair
 constexpr size_t kMinMultiRecvMax = (1ULL << 24) - 1;
 constexpr uint64_t kOptimizedKeys = 100;  // client keys below this are "optimized" MRs
 // Provider-key bits (spec §6.1) and how many MR ids get optimized provider keys.

@@ -1,5 +1,6 @@
 #include "cxi/context.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -55,13 +56,14 @@ int Context::open(uint32_t pid, bool quiet) {
         auto q =
             transport::shm::ShmRxQueue::create(ring_name(domain_.nic().addr, vni_, p), g, err,
                                                domain_.window_attachment(caps_ & FI_RMA_EVENT));
-        if (q && open_udp(p) == 0) {
+        if (q) udp_ = open_udp(vni_, p, err);
+        if (q && err == 0 && open_extra_vnis(p) == 0) {
             rxq_ = std::move(q);
             pid_ = p;
             if (env().offload) transport::offload_register(this);
             return 0;
         }
-        if (q) err = -EADDRINUSE;  // the ring was free but the UDP port is not
+        if (q) err = -EADDRINUSE;  // the ring was free but a UDP port or VNI is not
         if (err != -EADDRINUSE)
             SN_REJECT(-FI_ENOSPC, FI_LOG_EP_CTRL, "cannot create receive ring: %s\n",
                       strerror(-err));
@@ -80,6 +82,12 @@ void Context::close() {
     if (udp_) udp_->linger();
     udp_.reset();
     rxq_.reset();
+    for (VniPort &v : extra_) {
+        if (v.udp) v.udp->linger();
+        v.udp.reset();
+        v.rxq.reset();
+    }
+    link_vni_.clear();
     pid_ = kPidAny;
 }
 
@@ -112,6 +120,10 @@ void Context::progress_locked() {
     rxq_->poll(*this, 64);
     // Without the offload helper nobody watches a quiet socket: look now and then.
     if (udp_ && (udp_->wants_poll() || (!env().offload && (progress_calls_ & 63) == 0))) poll_udp();
+    for (VniPort &v : extra_) {  // FI_AV_AUTH_KEY's other VNIs: not watched by the helper
+        if (v.rxq) v.rxq->poll(*this, 64);
+        if (v.udp) poll_udp(*v.udp, v.foreign_seen);
+    }
     while (!ctrl_backlog_.empty()) {
         CtrlPkt &c = ctrl_backlog_.front();
         iovec iov{c.data, c.h.payload};
@@ -149,7 +161,9 @@ bool Context::deliver(const uint8_t *pkt, size_t len) {
         domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
         return true;
     }
-    if (h.vni != vni_) {  // isolation: a packet of another VNI never reaches the protocol
+    if (h.vni != vni_ && !std::any_of(extra_.begin(), extra_.end(), [&](const VniPort &v) {
+            return v.vni == h.vni;
+        })) {  // isolation: a packet of another VNI never reaches the protocol
         SN_WARN(FI_LOG_EP_DATA, "dropping a packet of VNI %u (ours is %u)\n", h.vni, vni_);
         domain_.count(SOFTNIC_CNTR_VNI_DROPPED);
         return true;

@@ -126,6 +126,9 @@ class Context : public ProgressSource,
     void close();  // give the PID back
     uint32_t pid() const { return pid_; }
     bool is_open() const { return rxq_ != nullptr; }
+    // FI_AV_AUTH_KEY: listen on each of `vnis` (the AV's keys) rather than the
+    // endpoint's own VNI, with one PID on all of them. Before open().
+    void listen_on(const std::vector<uint16_t> &vnis);
     void set_av(Av *av) { av_ = av; }
     Av *av() const { return av_; }
     CompletionBind &tx_bind() { return tx_; }
@@ -157,9 +160,18 @@ class Context : public ProgressSource,
   private:
     void progress_locked();
     // Paths to peers (links.cpp): shared memory on our own NIC, UDP to any other.
-    transport::Link *link_for(uint32_t nic, uint32_t pid, int &err);
-    int open_udp(uint32_t pid);
+    transport::Link *link_for(uint32_t nic, uint32_t pid, uint16_t vni, int &err);
+    std::unique_ptr<transport::udp::UdpEndpoint> open_udp(uint16_t vni, uint32_t pid, int &err);
+    int open_extra_vnis(uint32_t pid);
     void poll_udp();
+    void poll_udp(transport::udp::UdpEndpoint &udp, uint64_t &foreign_seen);
+    // The VNI a packet on `link` travels on, that of a peer's address, of a source key.
+    uint16_t vni_of(const transport::Link *link) const;
+    uint16_t peer_vni(uint16_t addr_vni) const { return extra_.empty() ? vni_ : addr_vni; }
+    uint64_t source_key(const WireHdr &h) const {
+        return addr_key(h.src_nic, h.src_pid, extra_.empty() ? 0 : h.vni);
+    }
+    uint16_t key_vni(uint64_t key) const { return extra_.empty() ? vni_ : uint16_t(key >> 32); }
     void check_acks();
     void await_ack(TxOp *op, uint64_t token, int err, int prov_errno);
     void fail_link(transport::Link *link, int err, int prov_errno);
@@ -222,7 +234,7 @@ class Context : public ProgressSource,
     TxOp *tx_by_cookie(uint64_t cookie);
     void complete_tx(TxOp *op, int err, int prov_errno);
     void complete_send(const SendArgs &a, int err, int prov_errno);
-    void fill_hdr(WireHdr &h, Pkt type, const SendArgs &a) const;
+    void fill_hdr(WireHdr &h, Pkt type, const SendArgs &a, const transport::Link *link) const;
     uint64_t completion_level(uint64_t flags) const;
     void reap_dead_peers();
 
@@ -237,6 +249,16 @@ class Context : public ProgressSource,
     std::unique_ptr<transport::udp::UdpEndpoint> udp_;
     std::vector<transport::udp::Channel *> failed_links_;
     uint64_t foreign_seen_ = 0;  // the UDP transport's count of other-VNI datagrams, seen
+    // FI_AV_AUTH_KEY: the VNIs beyond vni_ this context listens on, and which VNI each
+    // link to a peer on them belongs to.
+    struct VniPort {
+        uint16_t vni;
+        std::unique_ptr<transport::RxQueue> rxq;
+        std::unique_ptr<transport::udp::UdpEndpoint> udp;
+        uint64_t foreign_seen = 0;
+    };
+    std::vector<VniPort> extra_;
+    std::unordered_map<const transport::Link *, uint16_t> link_vni_;
     SpinLock lock_;
     std::atomic<uint64_t> app_calls_{0};
     std::atomic<bool> work_hint_{false};  // something needs progress without the application

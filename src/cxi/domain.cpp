@@ -44,6 +44,38 @@ std::string av_to_string(const void *a) {
     return addr_to_string(*static_cast<const CxiAddr *>(a));
 }
 
+uint64_t av_key_with_vni(const void *a) {
+    return addr_key(*static_cast<const CxiAddr *>(a));
+}
+
+// FI_AV_AUTH_KEY: a key names the domain's service (or none: svc_id 0) and a VNI the
+// service allows; an address inserted under it is reached on that VNI.
+AvAuthKeys av_auth_keys(Domain &dom, size_t max) {
+    AvAuthKeys k;
+    k.max_keys = max;
+    k.key_size = sizeof(cxi_auth_key);
+    k.check = [&dom](uint8_t *raw) {
+        cxi_auth_key key;
+        std::memcpy(&key, raw, sizeof(key));
+        if (key.svc_id && key.svc_id != dom.svc_id())
+            SN_REJECT(-FI_EINVAL, FI_LOG_AV, "auth key service %u is not the domain's (%u)\n",
+                      key.svc_id, dom.svc_id());
+        if (!cxil::vni_allowed(dom.service()->service(), key.vni))
+            SN_REJECT(-FI_EINVAL, FI_LOG_AV, "CXI service %u does not allow VNI %u\n", dom.svc_id(),
+                      key.vni);
+        cxi_auth_key canon{};  // the VNI alone identifies the key (no padding bytes)
+        canon.vni = key.vni;
+        std::memcpy(raw, &canon, sizeof(canon));
+        return 0;
+    };
+    k.apply = [](void *addr, const void *raw) {
+        cxi_auth_key key;
+        std::memcpy(&key, raw, sizeof(key));
+        static_cast<CxiAddr *>(addr)->vni = key.vni;
+    };
+    return k;
+}
+
 const AvAddressing kCxiAddressing = {sizeof(CxiAddr), av_key, av_valid, av_from_service,
                                      av_to_string};
 
@@ -55,10 +87,13 @@ int av_open(fid_domain *d, fi_av_attr *attr, fid_av **av, void *context) {
         !(dom_of(d)->info().domain_attr->caps & FI_AV_USER_ID))
         SN_REJECT(-FI_EINVAL, FI_LOG_AV, "FI_AV_USER_ID needs the domain capability\n");
     return guarded([&] {
+        Domain &dom = *dom_of(d);
         AvAddressing addressing = kCxiAddressing;
-        addressing.addrlen = addr_len(dom_of(d)->api_version());
+        addressing.addrlen = addr_len(dom.api_version());
+        if (dom.av_auth_keys()) addressing.key = av_key_with_vni;  // (NIC, PID) per VNI
         Av *a = new Av(*attr, addressing, context);
         a->fid()->fid.ops = &av_fid_ops;
+        if (size_t max = dom.av_auth_keys()) a->use_auth_keys(av_auth_keys(dom, max));
         int r = a->init(*attr);
         if (r) {
             delete a;
@@ -195,6 +230,7 @@ Domain::Domain(Fabric &fabric, const fi_info &info, const SoftNic &nic, void *co
     udp_cfg_.max_datagram = std::min<size_t>(mtu > 576 ? mtu - 28 : 548, 65507);
     udp_cfg_.window = uint32_t(e.udp_window);
     udp_cfg_.retry_limit = unsigned(e.udp_retry_limit);
+    udp_cfg_.dead_after_ms = uint32_t(e.udp_dead_timeout);
     udp_cfg_.offload = e.udp_gso;
     udp_cfg_.faults = e.fault_config;
     open_window();
@@ -292,7 +328,14 @@ int domain_open(fid_fabric *fabric, fi_info *info, fid_domain **domain, void *co
     if (!nic)
         SN_REJECT(-FI_ENODATA, FI_LOG_DOMAIN, "no soft NIC named %s\n", name ? name : "(null)");
     AuthKey key;
-    int given = read_auth_key(info->domain_attr->auth_key, info->domain_attr->auth_key_size, key);
+    // FI_AV_AUTH_KEY: the endpoints take their keys from the AV; the domain uses the
+    // default service (whose VNIs those keys must name).
+    const bool av_keys = SOFTNIC_HAS_AV_AUTH_KEY && info->domain_attr->auth_key_size == kAvAuthKey;
+    if (av_keys && info->domain_attr->auth_key)
+        SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "FI_AV_AUTH_KEY takes no domain auth_key\n");
+    int given =
+        av_keys ? 0
+                : read_auth_key(info->domain_attr->auth_key, info->domain_attr->auth_key_size, key);
     if (given < 0)
         SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "auth_key must be a struct cxi_auth_key (%zu bytes)\n",
                   sizeof(cxi_auth_key));

@@ -4,6 +4,7 @@
 
 #include <rdma/fi_domain.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <memory>
@@ -12,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/fi_api.hpp"
 #include "common/fid.hpp"
 #include "common/mr.hpp"
 #include "cxi/auth.hpp"
@@ -54,16 +56,35 @@ class Domain {
     const SoftNic &nic() const { return nic_; }
     uint16_t vni() const { return vni_; }
     uint32_t svc_id() const { return svc_id_; }
+    // FI_AV_AUTH_KEY: endpoints take their keys (up to max_ep_auth_key) from the AV.
+    size_t av_auth_keys() const {
+#if SOFTNIC_HAS_AV_AUTH_KEY
+        const fi_domain_attr &d = *info_->domain_attr;
+        return d.auth_key_size == kAvAuthKey ? std::max<size_t>(d.max_ep_auth_key, 1) : 0;
+#else
+        return 0;
+#endif
+    }
     // The service's resource accounting; objects keep a reference until they close.
-    const std::shared_ptr<ServiceHold> &service() const { return hold_; }
-    const fi_info &info() const { return *info_; }
+    const std::shared_ptr<ServiceHold> &service() const {
+        return hold_;
+    }
+    const fi_info &info() const {
+        return *info_;
+    }
     // The application's libfabric API version (the fabric's).
     uint32_t api_version() const;
-    MrTable &mrs() { return mrs_; }
-    DeferredQueue &deferred() { return deferred_; }
+    MrTable &mrs() {
+        return mrs_;
+    }
+    DeferredQueue &deferred() {
+        return deferred_;
+    }
     // fi_writedata needs FI_CXI_ENABLE_WRITEDATA, provider keys and CQ data.
     bool writedata() const;
-    RefCount &refs() { return refs_; }
+    RefCount &refs() {
+        return refs_;
+    }
     int bind_eq(struct fid *eq);
 
     // Settings changed through fi_control / the domain extensions.
@@ -73,10 +94,14 @@ class Domain {
         std::string rx_match_mode = "hardware";
         size_t req_buf_size = 0;
     };
-    Options &options() { return options_; }
+    Options &options() {
+        return options_;
+    }
 
     // How this NIC's endpoints talk to other hosts (path MTU, window, faults...).
-    const transport::udp::UdpConfig &udp_config() const { return udp_cfg_; }
+    const transport::udp::UdpConfig &udp_config() const {
+        return udp_cfg_;
+    }
 
     // The shared-memory path to endpoint (nic, vni, pid) on this NIC; null with err set.
     // Links live as long as the domain, so callers may cache the pointer.
@@ -92,7 +117,9 @@ class Domain {
 
     // Our own counting stays in process memory (the message path counts); what local
     // initiators count for us (single-copy writes) lands in the window's copy.
-    void count(unsigned id, uint64_t n = 1) { hw_[id].fetch_add(n, std::memory_order_relaxed); }
+    void count(unsigned id, uint64_t n = 1) {
+        hw_[id].fetch_add(n, std::memory_order_relaxed);
+    }
     uint64_t hw_counter(unsigned id) const {
         uint64_t v = hw_[id].load(std::memory_order_relaxed);
         return remote_hw_ ? v + remote_hw_[id].load(std::memory_order_relaxed) : v;

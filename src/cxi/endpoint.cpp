@@ -1,11 +1,13 @@
 #include "cxi/endpoint.hpp"
 
 #include <rdma/fi_cm.h>
+#include <rdma/fi_collective.h>
 #include <rdma/fi_cxi_ext.h>
 
 #include <cstring>
 
 #include "common/log.hpp"
+#include "common/not_supported.hpp"
 #include "cxi/auth.hpp"
 #include "cxi/domain.hpp"
 #include "cxi/env.hpp"
@@ -59,9 +61,6 @@ int ep_rx_ctx(fid_ep *sep, int index, fi_rx_attr *, fid_ep **rx, void *context) 
     EpView *v = view_of(sep);
     return guarded([&] { return v->ep->open_context(kRx, index, rx, context); });
 }
-ssize_t ep_size_left(fid_ep *) {
-    return -FI_ENOSYS;
-}
 int cm_getname(fid_t f, void *addr, size_t *len) {
     EpView *v = view_of(f);
     return v->ep->getname(*v, addr, len);
@@ -69,33 +68,15 @@ int cm_getname(fid_t f, void *addr, size_t *len) {
 int cm_setname(fid_t, void *, size_t) {
     SN_REJECT(-FI_ENOSYS, FI_LOG_EP_CTRL, "use FI_SOURCE with a service to choose the PID\n");
 }
-int cm_getpeer(fid_ep *, void *, size_t *) {
-    return -FI_ENOSYS;
-}
-int cm_connect(fid_ep *, const void *, const void *, size_t) {
-    return -FI_ENOSYS;
-}
-int cm_listen(fid_pep *) {
-    return -FI_ENOSYS;
-}
-int cm_accept(fid_ep *, const void *, size_t) {
-    return -FI_ENOSYS;
-}
-int cm_reject(fid_pep *, fid_t, const void *, size_t) {
-    return -FI_ENOSYS;
-}
-int cm_shutdown(fid_ep *, uint64_t) {
-    return -FI_ENOSYS;
-}
-int cm_join(fid_ep *, const void *, uint64_t, fid_mc **, void *) {
-    return -FI_ENOSYS;
-}
 
 fi_ops ep_fid_ops = make_fid_ops(ep_close, ep_bind, ep_control, fid_no_ops_open);
-fi_ops_ep ep_ops = {sizeof(fi_ops_ep), ep_cancel, ep_getopt,    ep_setopt,
-                    ep_tx_ctx,         ep_rx_ctx, ep_size_left, ep_size_left};
-fi_ops_cm cm_ops = {sizeof(fi_ops_cm), cm_setname, cm_getname, cm_getpeer,  cm_connect,
-                    cm_listen,         cm_accept,  cm_reject,  cm_shutdown, cm_join};
+fi_ops_ep ep_ops = {sizeof(fi_ops_ep), ep_cancel, ep_getopt,     ep_setopt,
+                    ep_tx_ctx,         ep_rx_ctx, not_supported, not_supported};
+// Connections are for FI_EP_MSG, which cxi does not offer.
+fi_ops_cm cm_ops = {sizeof(fi_ops_cm), cm_setname,    cm_getname,    not_supported, not_supported,
+                    not_supported,     not_supported, not_supported, not_supported, not_supported};
+// Collectives are not built yet: every call says so instead of crashing on a NULL table.
+fi_ops_collective coll_ops = all_not_supported<fi_ops_collective>();
 
 // Default flags of the calls that take none: a completion level plus FI_COMPLETION.
 uint64_t default_tx_flags(uint64_t f) {
@@ -127,6 +108,7 @@ void init_view(EpView &v, Endpoint *ep, Context *ctx, unsigned side, void *conte
     v.h.fid.fid.ops = &ep_fid_ops;
     v.h.fid.ops = &ep_ops;
     v.h.fid.cm = &cm_ops;
+    v.h.fid.collective = &coll_ops;
     install_data_ops(v, false);
 }
 
@@ -168,6 +150,7 @@ Endpoint::~Endpoint() {
     for (cxi_rsrc_type t : kEndpointRsrcs)
         domain_.service()->give(t, unsigned(contexts_.size()));
     contexts_.clear();  // unregisters from CQs and counters, releases the PIDs
+    release_av_auth_keys();
     if (av_) av_->refs().put();
     domain_.refs().put();
 }
@@ -223,6 +206,13 @@ int endpoint_vni(Domain &d, const fi_info &info, uint16_t &vni) {
     if (given < 0)
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "ep auth_key must be a struct cxi_auth_key\n");
     const cxil::Service &svc = d.service()->service();
+    if (given && d.av_auth_keys())
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL,
+                  "FI_AV_AUTH_KEY: keys come from the AV, not ep_attr\n");
+    if (d.av_auth_keys() > 1 && (info.caps & FI_DIRECTED_RECV) &&
+        !(info.ep_attr && info.ep_attr->protocol == FI_PROTO_CXI_RNR))
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL,
+                  "FI_DIRECTED_RECV is not offered with more than one auth key per endpoint\n");
     if (given) {
         if (key.svc_id != d.svc_id())
             SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "auth key service %u is not the domain's (%u)\n",

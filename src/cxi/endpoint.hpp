@@ -75,6 +75,8 @@ class Endpoint {
 
   private:
     int open_pids();
+    int take_av_auth_keys();
+    void release_av_auth_keys();
     bool claim_pids(uint32_t pid);
     int bind_cq(EpView &v, Cq *cq, uint64_t flags);
     int bind_cntr(EpView &v, Cntr *cntr, uint64_t flags);
@@ -86,6 +88,7 @@ class Endpoint {
     bool scalable_;
     bool rnr_;
     bool enabled_ = false;
+    bool holds_av_keys_ = false;
     uint32_t requested_pid_;
     bool pid_preferred_;  // the PID came from a port-like service (addr.hpp)
     size_t tx_size_;

@@ -79,6 +79,9 @@ const ParamDef kParams[] = {
     {ParamDef::kSize, "udp_retry_limit",
      "softnic: retransmission timeouts in a row before a peer is "
      "declared dead and its operations fail."},
+    {ParamDef::kSize, "udp_dead_timeout",
+     "softnic: milliseconds a peer must also have been silent before those "
+     "timeouts declare it dead (a descheduled process is slow, not dead)."},
     {ParamDef::kSize, "udp_window", "softnic: packets in flight per peer over UDP."},
     {ParamDef::kBool, "udp_gso",
      "softnic: let the kernel segment runs of datagrams (UDP_SEGMENT) "
@@ -149,6 +152,7 @@ void read_all(const fi_provider *p, Env &e) {
     get_int(p, "udp_port_base", e.udp_port_base);
     get_size(p, "udp_mtu", e.udp_mtu);
     get_size(p, "udp_retry_limit", e.udp_retry_limit);
+    get_size(p, "udp_dead_timeout", e.udp_dead_timeout);
     get_size(p, "udp_window", e.udp_window);
     get_bool(p, "udp_gso", e.udp_gso);
     get_str(p, "faults", e.faults);
@@ -199,6 +203,7 @@ void fix_up(Env &e) {
     }
     if (e.udp_mtu && (e.udp_mtu < 576 || e.udp_mtu > 65535)) e.udp_mtu = 0;
     if (e.udp_retry_limit == 0) e.udp_retry_limit = 1;
+    e.udp_dead_timeout = std::min<size_t>(e.udp_dead_timeout, 3600 * 1000);
     if (e.udp_window < 16 || e.udp_window > 4096) e.udp_window = 256;
     std::string why;
     if (!transport::udp::parse_faults(e.faults, e.fault_config, why)) {

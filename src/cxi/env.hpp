@@ -54,6 +54,7 @@ struct Env {
     int udp_port_base = 20480;
     size_t udp_mtu = 0;
     size_t udp_retry_limit = 20;
+    size_t udp_dead_timeout = 10000;  // ms
     size_t udp_window = 256;
     bool udp_gso = true;
     std::string faults;

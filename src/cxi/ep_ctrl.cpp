@@ -126,6 +126,34 @@ int Endpoint::open_pids() {
     SN_REJECT(-FI_ENOSPC, FI_LOG_EP_CTRL, "PID %u is in use\n", requested_pid_);
 }
 
+// FI_AV_AUTH_KEY: the endpoint listens on the VNI of each key in the AV at enable
+// (keys inserted later do not reach it, as fi_av(3) says) and holds them until it closes.
+int Endpoint::take_av_auth_keys() {
+    if (!domain_.av_auth_keys()) return 0;
+    std::vector<uint8_t> raw;
+    size_t n = av_->acquire_auth_keys(raw);
+    holds_av_keys_ = true;
+    if (n == 0) {
+        release_av_auth_keys();
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "FI_AV_AUTH_KEY: the AV holds no auth key\n");
+    }
+    std::vector<uint16_t> vnis;
+    for (size_t i = 0; i < n; i++) {
+        cxi_auth_key k;
+        std::memcpy(&k, raw.data() + i * sizeof(k), sizeof(k));
+        vnis.push_back(k.vni);
+    }
+    for (auto &c : contexts_)
+        c->listen_on(vnis);
+    return 0;
+}
+
+void Endpoint::release_av_auth_keys() {
+    if (!holds_av_keys_) return;
+    av_->release_auth_keys();
+    holds_av_keys_ = false;
+}
+
 int Endpoint::enable(EpView &v) {
     if (!av_) SN_REJECT(-FI_ENOAV, FI_LOG_EP_CTRL, "no AV bound\n");
     if (!scalable_) {
@@ -145,8 +173,12 @@ int Endpoint::enable(EpView &v) {
         SN_REJECT(-FI_ENOPROTOOPT, FI_LOG_EP_CTRL,
                   "a scalable endpoint with FI_DIRECTED_RECV needs an FI_SYMMETRIC AV\n");
     if (!enabled_) {  // contexts may have been created unbound; bindings are kept
+        if (int ret = take_av_auth_keys()) return ret;
         int ret = open_pids();
-        if (ret) return ret;
+        if (ret) {
+            release_av_auth_keys();
+            return ret;
+        }
         enabled_ = true;
     }
     for (auto &c : contexts_) {
@@ -200,6 +232,7 @@ int Endpoint::control(EpView &v, int command, void *arg) {
             a->h.fid.msg = v.h.fid.msg;
             a->h.fid.tagged = v.h.fid.tagged;
             a->h.fid.rma = v.h.fid.rma;
+            a->h.fid.atomic = v.h.fid.atomic;
             *alias->fid = &a->h.fid.fid;
             return 0;
         }

@@ -76,7 +76,7 @@ fi_info *offer(const SoftNic &nic, bool prov_key, bool rnr, const AuthKey &dflt)
     d.mr_cnt = 100;
     d.caps = kDomainCaps;
 #if FI_MAJOR_VERSION >= 2
-    d.max_ep_auth_key = 1;  // one key per endpoint: FI_AV_AUTH_KEY is not built yet
+    d.max_ep_auth_key = 1;  // multi-key offers: multi_key()
     d.max_cntr_value = (1ULL << 48) - 1;
     d.max_err_cntr_value = 127;
 #endif
@@ -226,10 +226,19 @@ bool hints_acceptable(const fi_info *hints) {
 // also serves the domain. -FI_ENODATA when malformed.
 struct HintKeys {
     bool domain = false, ep = false;
+    bool av = false;  // FI_AV_AUTH_KEY: the endpoints' keys come from the AV
     AuthKey key, ep_key;
 };
 int hint_keys(const fi_info *hints, HintKeys &k) {
     if (!hints) return 0;
+    if (SOFTNIC_HAS_AV_AUTH_KEY && hints->domain_attr &&
+        hints->domain_attr->auth_key_size == kAvAuthKey) {
+        const fi_ep_attr *e = hints->ep_attr;
+        if (hints->domain_attr->auth_key || (e && (e->auth_key || e->auth_key_size)))
+            SN_REJECT(-FI_ENODATA, FI_LOG_CORE, "FI_AV_AUTH_KEY takes no domain or ep auth_key\n");
+        k.av = true;
+        return 0;
+    }
     int d = hints->domain_attr ? read_auth_key(hints->domain_attr->auth_key,
                                                hints->domain_attr->auth_key_size, k.key)
                                : 0;
@@ -251,6 +260,28 @@ bool keys_usable(const SoftNic &nic, const HintKeys &k) {
     if (!k.domain) return true;
     if (check_auth_key(nic, k.key) != 0) return false;
     return !k.ep || check_auth_key(nic, k.ep_key) == 0;
+}
+
+// Offers for more than one key per endpoint (FI_AV_AUTH_KEY) when the hints ask for
+// them: up to kMaxEpAuthKeys, without FI_DIRECTED_RECV except under the RNR protocol.
+void multi_key(fi_info &o, bool rnr) {
+#if SOFTNIC_HAS_AV_AUTH_KEY
+    o.domain_attr->max_ep_auth_key = kMaxEpAuthKeys;
+    if (rnr) return;
+    o.caps &= ~FI_DIRECTED_RECV;
+    o.rx_attr->caps &= ~FI_DIRECTED_RECV;
+#else
+    (void)o, (void)rnr;
+#endif
+}
+
+bool wants_multi_key(const fi_info *hints) {
+#if SOFTNIC_HAS_AV_AUTH_KEY
+    return hints && hints->domain_attr && hints->domain_attr->max_ep_auth_key > 1;
+#else
+    (void)hints;
+    return false;
+#endif
 }
 
 void put_key(uint8_t *&dst, size_t &size, const AuthKey &k) {
@@ -290,6 +321,7 @@ int getinfo(uint32_t version, const char *node, const char *service, uint64_t fl
             if (rnr && !rnr_asked) break;
             fi_info *o = offer(nic, prov_key, rnr, dflt);
             if (!o) break;
+            if (wants_multi_key(hints)) multi_key(*o, rnr);
             o->domain_attr->mr_mode = required_mr_mode(prov_key);
             fi_info *out = info::matches(*o, h, version) ? info::narrow(*o, h) : nullptr;
             fi_freeinfo(o);
@@ -299,6 +331,7 @@ int getinfo(uint32_t version, const char *node, const char *service, uint64_t fl
             if (keys.domain)
                 put_key(out->domain_attr->auth_key, out->domain_attr->auth_key_size, keys.key);
             if (keys.ep) put_key(out->ep_attr->auth_key, out->ep_attr->auth_key_size, keys.ep_key);
+            if (keys.av) out->domain_attr->auth_key_size = kAvAuthKey;
             *tail = out;
             tail = &out->next;
             matched = true;

@@ -13,13 +13,33 @@
 
 namespace softnic::cxi {
 
-transport::Link *Context::link_for(uint32_t nic, uint32_t pid, int &err) {
-    if (nic == domain_.nic().addr) return domain_.link_to(nic, vni_, pid, err);
-    if (!udp_) {
-        err = -FI_EHOSTUNREACH;
-        return nullptr;
+transport::Link *Context::link_for(uint32_t nic, uint32_t pid, uint16_t vni, int &err) {
+    transport::udp::UdpEndpoint *udp = udp_.get();
+    if (vni != vni_) {  // FI_AV_AUTH_KEY: one of the other VNIs we listen on
+        auto it = std::find_if(extra_.begin(), extra_.end(),
+                               [&](const VniPort &v) { return v.vni == vni; });
+        if (it == extra_.end()) {
+            SN_WARN(FI_LOG_EP_DATA, "VNI %u is not one this endpoint was enabled with\n", vni);
+            err = -FI_EINVAL;
+            return nullptr;
+        }
+        udp = it->udp.get();
     }
-    return udp_->link_to(peer_ipv4(domain_.nic(), nic), udp_port(vni_, pid));
+    transport::Link *link = nullptr;
+    if (nic == domain_.nic().addr)
+        link = domain_.link_to(nic, vni, pid, err);
+    else if (udp)
+        link = udp->link_to(peer_ipv4(domain_.nic(), nic), udp_port(vni, pid));
+    else
+        err = -FI_EHOSTUNREACH;
+    if (link && !extra_.empty()) link_vni_[link] = vni;
+    return link;
+}
+
+uint16_t Context::vni_of(const transport::Link *link) const {
+    if (extra_.empty()) return vni_;
+    auto it = link_vni_.find(link);
+    return it == link_vni_.end() ? vni_ : it->second;
 }
 
 transport::Link *Context::route(fi_addr_t dest, int &err) {
@@ -34,7 +54,7 @@ transport::Link *Context::route(fi_addr_t dest, int &err) {
     CxiAddr a;
     std::memcpy(&a, e->addr.data(), sizeof(a));
     uint32_t pid = a.pid + av_->rx_index(dest);
-    link = link_for(a.nic, pid, err);
+    link = link_for(a.nic, pid, peer_vni(a.vni), err);
     // Shared-memory links belong to the domain and may be cached in the (shared) AV;
     // UDP channels belong to this context.
     if (link && cacheable && !link->completes_on_ack())
@@ -42,28 +62,68 @@ transport::Link *Context::route(fi_addr_t dest, int &err) {
     return link;
 }
 
-// Claim the UDP port of `pid`; -FI_ENOSPC when another endpoint has it.
-int Context::open_udp(uint32_t pid) {
-    int err = 0;
+void Context::listen_on(const std::vector<uint16_t> &vnis) {
+    if (vnis.empty()) return;
+    vni_ = vnis[0];
+    extra_.clear();
+    for (size_t i = 1; i < vnis.size(); i++)
+        extra_.push_back(VniPort{vnis[i], nullptr, nullptr, 0});
+}
+
+// The UDP port of (vni, pid); err = -FI_ENOSPC when another endpoint has it. Without a
+// socket the endpoint still works within the NIC.
+std::unique_ptr<transport::udp::UdpEndpoint> Context::open_udp(uint16_t vni, uint32_t pid,
+                                                               int &err) {
+    err = 0;
     const SoftNic &nic = domain_.nic();
     transport::udp::UdpConfig cfg = domain_.udp_config();
-    cfg.realm = vni_;  // peers on other VNIs are refused by the transport
-    udp_ = transport::udp::UdpEndpoint::open(nic.ipv4, udp_port(vni_, pid), cfg, err);
-    if (udp_) return 0;
-    if (err == -EADDRINUSE) return -FI_ENOSPC;
+    cfg.realm = vni;  // peers on other VNIs are refused by the transport
+    auto udp = transport::udp::UdpEndpoint::open(nic.ipv4, udp_port(vni, pid), cfg, err);
+    if (udp) return udp;
+    if (err == -EADDRINUSE) {
+        err = -FI_ENOSPC;
+        return nullptr;
+    }
     SN_WARN(FI_LOG_EP_CTRL, "%s: no UDP socket for PID %u (%s): other hosts cannot reach it\n",
             nic.name.c_str(), pid, strerror(-err));
-    return 0;  // still usable within the NIC
+    err = 0;
+    return nullptr;
+}
+
+// FI_AV_AUTH_KEY: the same PID on each other VNI (a ring and a UDP port on each).
+int Context::open_extra_vnis(uint32_t pid) {
+    const Env &e = env();
+    transport::shm::RingGeometry g{uint32_t(e.shm_cell_size), uint32_t(e.shm_ring_cells)};
+    for (VniPort &v : extra_) {
+        int err = 0;
+        v.rxq =
+            transport::shm::ShmRxQueue::create(ring_name(domain_.nic().addr, v.vni, pid), g, err,
+                                               domain_.window_attachment(caps_ & FI_RMA_EVENT));
+        if (v.rxq) v.udp = open_udp(v.vni, pid, err);
+        if (!v.rxq || err) {
+            for (VniPort &u : extra_) {
+                u.udp.reset();
+                u.rxq.reset();
+            }
+            if (udp_) udp_.reset();
+            return -FI_ENOSPC;
+        }
+    }
+    return 0;
 }
 
 void Context::poll_udp() {
-    udp_->poll(*this, 64);
-    uint64_t foreign = udp_->stats().foreign;  // datagrams of other VNIs the transport refused
-    if (foreign != foreign_seen_) {
-        domain_.count(SOFTNIC_CNTR_VNI_DROPPED, foreign - foreign_seen_);
-        foreign_seen_ = foreign;
+    poll_udp(*udp_, foreign_seen_);
+}
+
+void Context::poll_udp(transport::udp::UdpEndpoint &udp, uint64_t &foreign_seen) {
+    udp.poll(*this, 64);
+    uint64_t foreign = udp.stats().foreign;  // datagrams of other VNIs the transport refused
+    if (foreign != foreign_seen) {
+        domain_.count(SOFTNIC_CNTR_VNI_DROPPED, foreign - foreign_seen);
+        foreign_seen = foreign;
     }
-    udp_->take_failed(failed_links_);
+    udp.take_failed(failed_links_);
     for (transport::udp::Channel *c : failed_links_) {
         // Refused before the peer ever answered: nobody listens at that PID.
         bool never_there =
@@ -75,7 +135,7 @@ void Context::poll_udp() {
                 foreign       ? "is on another VNI: operations fail"
                 : never_there ? "has no endpoint"
                               : "stopped answering: operations fail");
-        SN_DBG(FI_LOG_EP_DATA, "channel state: %s\n", c->describe().c_str());
+        SN_WARN(FI_LOG_EP_DATA, "channel state: %s\n", c->describe().c_str());
         if (foreign)
             fail_link(c, FI_ENOTCONN, C_RC_VNI_NOT_FOUND);  // that PID is on another VNI
         else if (never_there)

@@ -3,6 +3,7 @@
 #include <rdma/fi_rma.h>
 
 #include "common/log.hpp"
+#include "common/not_supported.hpp"
 #include "cxi/domain.hpp"
 #include "cxi/endpoint.hpp"
 
@@ -173,18 +174,6 @@ ssize_t t_injectdata(fid_ep *ep, const void *buf, size_t len, uint64_t data, fi_
                    true);
 }
 
-// Before fi_enable, and for operations not built yet, every data call is -FI_ENOSYS.
-// NoSys converts to any such function pointer type.
-template <class R, class... A>
-using Fn = R (*)(A...);
-struct NoSys {
-    template <class R, class... A>
-    operator Fn<R, A...>() const {
-        return [](A...) -> R { return R(-FI_ENOSYS); };
-    }
-};
-constexpr NoSys nosys;
-
 }  // namespace
 
 fi_ops_msg msg_ops = {sizeof(fi_ops_msg), m_recv,   m_recvv,    m_recvmsg,   m_send, m_sendv,
@@ -200,25 +189,19 @@ fi_ops_tagged tagged_ops = {sizeof(fi_ops_tagged),
                             t_senddata,
                             t_injectdata};
 
-fi_ops_msg msg_disabled_ops = {
-    sizeof(fi_ops_msg), nosys, nosys, nosys, nosys, nosys, nosys, nosys, nosys, nosys};
+// Before fi_enable, every data call is -FI_ENOSYS.
+fi_ops_msg msg_disabled_ops = {sizeof(fi_ops_msg), not_supported, not_supported, not_supported,
+                               not_supported,      not_supported, not_supported, not_supported,
+                               not_supported,      not_supported};
 fi_ops_tagged tagged_disabled_ops = {
-    sizeof(fi_ops_tagged), nosys, nosys, nosys, nosys, nosys, nosys, nosys, nosys, nosys};
-fi_ops_rma rma_disabled_ops = {
-    sizeof(fi_ops_rma), nosys, nosys, nosys, nosys, nosys, nosys, nosys, nosys, nosys};
-fi_ops_atomic atomic_disabled_ops = {sizeof(fi_ops_atomic),
-                                     nosys,
-                                     nosys,
-                                     nosys,
-                                     nosys,
-                                     nosys,
-                                     nosys,
-                                     nosys,
-                                     nosys,
-                                     nosys,
-                                     nosys,
-                                     nosys,
-                                     nosys,
-                                     nosys};
+    sizeof(fi_ops_tagged), not_supported, not_supported, not_supported, not_supported,
+    not_supported,         not_supported, not_supported, not_supported, not_supported};
+fi_ops_rma rma_disabled_ops = {sizeof(fi_ops_rma), not_supported, not_supported, not_supported,
+                               not_supported,      not_supported, not_supported, not_supported,
+                               not_supported,      not_supported};
+fi_ops_atomic atomic_disabled_ops = {
+    sizeof(fi_ops_atomic), not_supported, not_supported, not_supported, not_supported,
+    not_supported,         not_supported, not_supported, not_supported, not_supported,
+    not_supported,         not_supported, not_supported, not_supported};
 
 }  // namespace softnic::cxi

@@ -23,8 +23,8 @@ void Context::send_ctrl(transport::Link *link, const WireHdr &h, const void *dat
 
 void Context::send_done(RxMsg *m, uint16_t flags) {
     int err = 0;
-    if (!m->src_link) m->src_link = link_for(m->src_nic, m->src_pid, err);
-    WireHdr h = wire_hdr(Pkt::kDone, vni_, pid_, domain_.nic().addr);
+    if (!m->src_link) m->src_link = link_for(m->src_nic, m->src_pid, key_vni(m->src_key), err);
+    WireHdr h = wire_hdr(Pkt::kDone, key_vni(m->src_key), pid_, domain_.nic().addr);
     h.flags = flags;
     h.cookie = m->cookie;
     h.msg_len = m->want;
@@ -33,7 +33,7 @@ void Context::send_done(RxMsg *m, uint16_t flags) {
 
 void Context::start_pull(RxMsg *m) {
     int err = 0;
-    if (!m->src_link) m->src_link = link_for(m->src_nic, m->src_pid, err);
+    if (!m->src_link) m->src_link = link_for(m->src_nic, m->src_pid, key_vni(m->src_key), err);
     if (!m->src_link) {
         complete_rx(m, FI_EIO);  // the sender is gone
         return;
@@ -59,7 +59,7 @@ void Context::start_pull(RxMsg *m) {
     m->pulling = true;
     m->dst_cap = m->want;
     inbound_[InKey{m->src_key | kPulledKey, m->cookie}] = m;
-    WireHdr h = wire_hdr(Pkt::kGetReq, vni_, pid_, domain_.nic().addr);
+    WireHdr h = wire_hdr(Pkt::kGetReq, key_vni(m->src_key), pid_, domain_.nic().addr);
     h.cookie = m->cookie;
     h.offset = from;
     h.msg_len = n;

@@ -17,7 +17,7 @@ bool Context::pump_rma(TxOp *op) {
     transport::Link *link = op->link;
     const size_t room = link->max_packet() - sizeof(WireHdr);
     const auto *base = static_cast<const uint8_t *>(op->a.buf);
-    WireHdr h = wire_hdr(Pkt::kRmaWrite, vni_, pid_, domain_.nic().addr);
+    WireHdr h = wire_hdr(Pkt::kRmaWrite, vni_of(link), pid_, domain_.nic().addr);
     h.cookie = op->cookie;
     h.tag = op->a.rkey;
     h.rdzv_addr = op->a.raddr;
@@ -85,8 +85,8 @@ Mr *Context::rma_target(const WireHdr &h, uint64_t access) {
 // kDone to the initiator of `req`: its operation is over (kWError: it failed here).
 void Context::send_reply(const WireHdr &req, uint16_t flags) {
     int err = 0;
-    transport::Link *link = link_for(req.src_nic, req.src_pid, err);
-    WireHdr h = wire_hdr(Pkt::kDone, vni_, pid_, domain_.nic().addr);
+    transport::Link *link = link_for(req.src_nic, req.src_pid, req.vni, err);
+    WireHdr h = wire_hdr(Pkt::kDone, req.vni, pid_, domain_.nic().addr);
     h.flags = flags;
     h.cookie = req.cookie;
     h.msg_len = req.msg_len;
@@ -118,7 +118,7 @@ void Context::count_write(const WireHdr &h, bool ok) {
 void Context::report_write(const WireHdr &h, Mr *mr) {
     if (!rx_.cq) return;
     bool known = false;
-    fi_addr_t src = source_of(addr_key(h.src_nic, h.src_pid), known);
+    fi_addr_t src = source_of(source_key(h), known);
     auto *buf = static_cast<uint8_t *>(const_cast<void *>(mr->base())) + h.rdzv_addr;
     rx_.cq->push(Completion{mr->fid()->fid.context, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
                             h.msg_len, buf, h.cq_data, 0, src});
@@ -147,7 +147,7 @@ void Context::on_rma_write(const WireHdr &h, const uint8_t *payload) {
 bool Context::on_rma_read_req(const WireHdr &h) {
     int err = 0;
     transport::Link *link =
-        h.msg_len <= kMaxMsgSize ? link_for(h.src_nic, h.src_pid, err) : nullptr;
+        h.msg_len <= kMaxMsgSize ? link_for(h.src_nic, h.src_pid, h.vni, err) : nullptr;
     if (!link) {
         SN_WARN(FI_LOG_EP_DATA, "dropping invalid remote read request\n");
         domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);

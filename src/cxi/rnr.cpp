@@ -32,8 +32,8 @@ uint64_t backoff_us(uint32_t tries) {
 bool Context::rnr_refuse(const WireHdr &h) {
     if (!rnr_ || !(h.flags & kWRnrOk)) return false;
     int err = 0;
-    transport::Link *link = link_for(h.src_nic, h.src_pid, err);
-    WireHdr d = wire_hdr(Pkt::kDone, vni_, pid_, domain_.nic().addr);
+    transport::Link *link = link_for(h.src_nic, h.src_pid, h.vni, err);
+    WireHdr d = wire_hdr(Pkt::kDone, h.vni, pid_, domain_.nic().addr);
     d.flags = kWError | kWRnr;
     d.cookie = h.cookie;
     send_ctrl(link, d);

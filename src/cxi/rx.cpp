@@ -83,7 +83,7 @@ bool Context::on_msg(const WireHdr &h, const uint8_t *payload) {
         domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
         return true;
     }
-    const uint64_t key = addr_key(h.src_nic, h.src_pid);
+    const uint64_t key = source_key(h);
     bool known = false;
     fi_addr_t src = source_of(key, known);
     RecvOp *op = match_posted(h, src);
@@ -126,7 +126,7 @@ bool Context::on_msg(const WireHdr &h, const uint8_t *payload) {
 }
 
 void Context::on_data(const WireHdr &h, const uint8_t *payload) {
-    uint64_t key = addr_key(h.src_nic, h.src_pid);
+    uint64_t key = source_key(h);
     bool pulled = h.flags & kWPulled;
     auto it = inbound_.find(InKey{pulled ? key | kPulledKey : key, h.cookie});
     if (it == inbound_.end()) {

@@ -11,8 +11,8 @@
 
 namespace softnic::cxi {
 
-void Context::fill_hdr(WireHdr &h, Pkt type, const SendArgs &a) const {
-    h = wire_hdr(type, vni_, pid_, domain_.nic().addr);
+void Context::fill_hdr(WireHdr &h, Pkt type, const SendArgs &a, const transport::Link *link) const {
+    h = wire_hdr(type, vni_of(link), pid_, domain_.nic().addr);
     h.flags = (a.tagged ? kWTagged : 0) | ((a.flags & FI_REMOTE_CQ_DATA) ? kWCqData : 0);
     h.msg_len = a.len;
     h.eager_len = a.len;
@@ -39,7 +39,7 @@ bool Context::try_fast_send(const SendArgs &a, transport::Link *link, int &err) 
     if (completion_level(a.flags) != FI_TRANSMIT_COMPLETE) return false;
     if (link->completes_on_ack()) return false;  // tracked until the peer acknowledges
     WireHdr h;
-    fill_hdr(h, Pkt::kMsg, a);
+    fill_hdr(h, Pkt::kMsg, a, link);
     h.payload = static_cast<uint32_t>(a.len);
     iovec iov{const_cast<void *>(a.buf), a.len};
     if (!link->send(&h, sizeof(h), &iov, a.len ? 1 : 0)) {
@@ -147,7 +147,7 @@ bool Context::pump(TxOp *op) {
     const size_t room = link->max_packet() - sizeof(WireHdr);
     const auto *base = static_cast<const uint8_t *>(op->a.buf);
     WireHdr h;
-    fill_hdr(h, Pkt::kMsg, op->a);
+    fill_hdr(h, Pkt::kMsg, op->a, link);
     h.cookie = op->cookie;
     h.eager_len = op->eager_len;
     h.flags |= (op->rdzv ? kWRdzv : 0) | (op->wait_done && !op->rdzv ? kWAckReq : 0) |

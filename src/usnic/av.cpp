@@ -7,10 +7,11 @@
 #include <vector>
 
 #include "common/eq.hpp"
+#include "common/fi_api.hpp"
 #include "common/log.hpp"
+#include "common/not_supported.hpp"
 #include "usnic/addr.hpp"
 #include "usnic/domain.hpp"
-#include "usnic/refuse.hpp"
 #include "usnic/route.hpp"
 
 namespace softnic::usnic {
@@ -71,7 +72,12 @@ fi_ops_av make_av_ops() {
     o.remove = op_remove;
     o.lookup = op_lookup;
     o.straddr = op_straddr;
-    USNIC_REFUSE(o, av_set);
+    SN_NOT_SUPPORTED(o, av_set);
+#if SOFTNIC_HAS_AV_AUTH_KEY  // libfabric 2.x: usnic has neither authorization keys nor user ids
+    SN_NOT_SUPPORTED(o, insert_auth_key);
+    SN_NOT_SUPPORTED(o, lookup_auth_key);
+    SN_NOT_SUPPORTED(o, set_user_id);
+#endif
     return o;
 }
 fi_ops_av uav_ops = make_av_ops();

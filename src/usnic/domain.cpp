@@ -7,13 +7,13 @@
 #include "common/eq.hpp"
 #include "common/fi_api.hpp"
 #include "common/log.hpp"
+#include "common/not_supported.hpp"
 #include "common/poll_set.hpp"
 #include "usnic/addr.hpp"
 #include "usnic/av.hpp"
 #include "usnic/cq.hpp"
 #include "usnic/endpoint.hpp"
 #include "usnic/info_check.hpp"
-#include "usnic/refuse.hpp"
 
 namespace softnic::usnic {
 namespace {
@@ -124,7 +124,7 @@ fi_ops_domain make_domain_ops() {
     o.srx_ctx = dom_srx_ctx;
     o.query_atomic = dom_query_atomic;
     o.query_collective = dom_query_collective;
-    USNIC_REFUSE(o, endpoint2);
+    SN_NOT_SUPPORTED(o, endpoint2);
     return o;
 }
 fi_ops_domain domain_ops = make_domain_ops();

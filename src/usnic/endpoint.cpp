@@ -54,6 +54,7 @@ Endpoint::Endpoint(Domain *domain, const fi_info &info, void *context)
     handle_.fid.tagged = &ep_tagged_ops;
     handle_.fid.atomic = &ep_atomic_ops;
     handle_.fid.cm = &ep_cm_ops_dgram;
+    handle_.fid.collective = &ep_collective_ops;
     bool dgram = type_ == FI_EP_DGRAM;
     size_t dflt = dgram ? kDgramQueue : type_ == FI_EP_MSG ? kMsgQueue : kRdmQueue;
     size_t dflt_iov = dgram ? (prefix_ ? 4 : 3) : kMaxIov;

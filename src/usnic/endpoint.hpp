@@ -3,6 +3,7 @@
 #pragma once
 
 #include <netinet/in.h>
+#include <rdma/fi_collective.h>
 #include <rdma/fi_endpoint.h>
 
 #include <atomic>
@@ -104,5 +105,6 @@ extern fi_ops_tagged ep_tagged_ops;
 extern fi_ops_atomic ep_atomic_ops;
 extern fi_ops_ep ep_base_ops;
 extern fi_ops_cm ep_cm_ops_dgram;
+extern fi_ops_collective ep_collective_ops;
 
 }  // namespace softnic::usnic

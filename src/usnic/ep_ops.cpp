@@ -2,13 +2,14 @@
 // endpoint's data path. RMA, tagged and atomic calls are refused (-FI_ENOSYS).
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
+#include <rdma/fi_collective.h>
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
 #include "common/log.hpp"
+#include "common/not_supported.hpp"
 #include "usnic/caps.hpp"
 #include "usnic/endpoint.hpp"
-#include "usnic/refuse.hpp"
 
 namespace softnic::usnic {
 namespace {
@@ -145,54 +146,54 @@ fi_ops_msg make_msg_ops() {
     o.sendv = op_sendv;
     o.sendmsg = op_sendmsg;
     o.inject = op_inject;
-    USNIC_REFUSE(o, senddata);
-    USNIC_REFUSE(o, injectdata);
+    SN_NOT_SUPPORTED(o, senddata);
+    SN_NOT_SUPPORTED(o, injectdata);
     return o;
 }
 fi_ops_rma make_rma_ops() {
     fi_ops_rma o{};
     o.size = sizeof(o);
-    USNIC_REFUSE(o, read);
-    USNIC_REFUSE(o, readv);
-    USNIC_REFUSE(o, readmsg);
-    USNIC_REFUSE(o, write);
-    USNIC_REFUSE(o, writev);
-    USNIC_REFUSE(o, writemsg);
-    USNIC_REFUSE(o, inject);
-    USNIC_REFUSE(o, writedata);
-    USNIC_REFUSE(o, injectdata);
+    SN_NOT_SUPPORTED(o, read);
+    SN_NOT_SUPPORTED(o, readv);
+    SN_NOT_SUPPORTED(o, readmsg);
+    SN_NOT_SUPPORTED(o, write);
+    SN_NOT_SUPPORTED(o, writev);
+    SN_NOT_SUPPORTED(o, writemsg);
+    SN_NOT_SUPPORTED(o, inject);
+    SN_NOT_SUPPORTED(o, writedata);
+    SN_NOT_SUPPORTED(o, injectdata);
     return o;
 }
 fi_ops_tagged make_tagged_ops() {
     fi_ops_tagged o{};
     o.size = sizeof(o);
-    USNIC_REFUSE(o, recv);
-    USNIC_REFUSE(o, recvv);
-    USNIC_REFUSE(o, recvmsg);
-    USNIC_REFUSE(o, send);
-    USNIC_REFUSE(o, sendv);
-    USNIC_REFUSE(o, sendmsg);
-    USNIC_REFUSE(o, inject);
-    USNIC_REFUSE(o, senddata);
-    USNIC_REFUSE(o, injectdata);
+    SN_NOT_SUPPORTED(o, recv);
+    SN_NOT_SUPPORTED(o, recvv);
+    SN_NOT_SUPPORTED(o, recvmsg);
+    SN_NOT_SUPPORTED(o, send);
+    SN_NOT_SUPPORTED(o, sendv);
+    SN_NOT_SUPPORTED(o, sendmsg);
+    SN_NOT_SUPPORTED(o, inject);
+    SN_NOT_SUPPORTED(o, senddata);
+    SN_NOT_SUPPORTED(o, injectdata);
     return o;
 }
 fi_ops_atomic make_atomic_ops() {
     fi_ops_atomic o{};
     o.size = sizeof(o);
-    USNIC_REFUSE(o, write);
-    USNIC_REFUSE(o, writev);
-    USNIC_REFUSE(o, writemsg);
-    USNIC_REFUSE(o, inject);
-    USNIC_REFUSE(o, readwrite);
-    USNIC_REFUSE(o, readwritev);
-    USNIC_REFUSE(o, readwritemsg);
-    USNIC_REFUSE(o, compwrite);
-    USNIC_REFUSE(o, compwritev);
-    USNIC_REFUSE(o, compwritemsg);
-    USNIC_REFUSE(o, writevalid);
-    USNIC_REFUSE(o, readwritevalid);
-    USNIC_REFUSE(o, compwritevalid);
+    SN_NOT_SUPPORTED(o, write);
+    SN_NOT_SUPPORTED(o, writev);
+    SN_NOT_SUPPORTED(o, writemsg);
+    SN_NOT_SUPPORTED(o, inject);
+    SN_NOT_SUPPORTED(o, readwrite);
+    SN_NOT_SUPPORTED(o, readwritev);
+    SN_NOT_SUPPORTED(o, readwritemsg);
+    SN_NOT_SUPPORTED(o, compwrite);
+    SN_NOT_SUPPORTED(o, compwritev);
+    SN_NOT_SUPPORTED(o, compwritemsg);
+    SN_NOT_SUPPORTED(o, writevalid);
+    SN_NOT_SUPPORTED(o, readwritevalid);
+    SN_NOT_SUPPORTED(o, compwritevalid);
     return o;
 }
 fi_ops_ep make_ep_ops() {
@@ -201,8 +202,8 @@ fi_ops_ep make_ep_ops() {
     o.cancel = op_cancel;
     o.getopt = op_getopt;
     o.setopt = op_setopt;
-    USNIC_REFUSE(o, tx_ctx);
-    USNIC_REFUSE(o, rx_ctx);
+    SN_NOT_SUPPORTED(o, tx_ctx);
+    SN_NOT_SUPPORTED(o, rx_ctx);
     o.rx_size_left = op_rx_size_left;
     o.tx_size_left = op_tx_size_left;
     return o;
@@ -211,14 +212,14 @@ fi_ops_cm make_dgram_cm_ops() {
     fi_ops_cm o{};
     o.size = sizeof(o);
     o.getname = op_getname;
-    USNIC_REFUSE(o, setname);
-    USNIC_REFUSE(o, getpeer);
-    USNIC_REFUSE(o, connect);
-    USNIC_REFUSE(o, listen);
-    USNIC_REFUSE(o, accept);
-    USNIC_REFUSE(o, reject);
-    USNIC_REFUSE(o, shutdown);
-    USNIC_REFUSE(o, join);
+    SN_NOT_SUPPORTED(o, setname);
+    SN_NOT_SUPPORTED(o, getpeer);
+    SN_NOT_SUPPORTED(o, connect);
+    SN_NOT_SUPPORTED(o, listen);
+    SN_NOT_SUPPORTED(o, accept);
+    SN_NOT_SUPPORTED(o, reject);
+    SN_NOT_SUPPORTED(o, shutdown);
+    SN_NOT_SUPPORTED(o, join);
     return o;
 }
 
@@ -230,5 +231,6 @@ fi_ops_tagged ep_tagged_ops = make_tagged_ops();
 fi_ops_atomic ep_atomic_ops = make_atomic_ops();
 fi_ops_ep ep_base_ops = make_ep_ops();
 fi_ops_cm ep_cm_ops_dgram = make_dgram_cm_ops();
+fi_ops_collective ep_collective_ops = all_not_supported<fi_ops_collective>();  // usnic has none
 
 }  // namespace softnic::usnic

@@ -8,11 +8,11 @@
 #include "common/eq.hpp"
 #include "common/fi_api.hpp"
 #include "common/log.hpp"
+#include "common/not_supported.hpp"
 #include "common/wait_set.hpp"
 #include "usnic/cq.hpp"
 #include "usnic/domain.hpp"
 #include "usnic/pep.hpp"
-#include "usnic/refuse.hpp"
 
 namespace softnic::usnic {
 namespace {
@@ -180,7 +180,7 @@ fi_ops_fabric make_fabric_ops() {
     o.eq_open = fabric_eq_open;
     o.wait_open = fabric_wait_open;
     o.trywait = fabric_trywait;
-    USNIC_REFUSE(o, domain2);
+    SN_NOT_SUPPORTED(o, domain2);
     return o;
 }
 fi_ops_fabric fabric_ops = make_fabric_ops();

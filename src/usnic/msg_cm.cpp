@@ -11,10 +11,10 @@
 
 #include "common/eq.hpp"
 #include "common/log.hpp"
+#include "common/not_supported.hpp"
 #include "usnic/addr.hpp"
 #include "usnic/caps.hpp"
 #include "usnic/domain.hpp"
-#include "usnic/refuse.hpp"
 #include "usnic/rudp_ep.hpp"
 
 namespace softnic::usnic {
@@ -241,14 +241,14 @@ fi_ops_cm make_ops() {
     fi_ops_cm o{};
     o.size = sizeof(o);
     o.getname = cm_getname;
-    USNIC_REFUSE(o, setname);
-    USNIC_REFUSE(o, getpeer);
+    SN_NOT_SUPPORTED(o, setname);
+    SN_NOT_SUPPORTED(o, getpeer);
     o.connect = cm_connect;
-    USNIC_REFUSE(o, listen);
+    SN_NOT_SUPPORTED(o, listen);
     o.accept = cm_accept;
-    USNIC_REFUSE(o, reject);
+    SN_NOT_SUPPORTED(o, reject);
     o.shutdown = cm_shutdown;
-    USNIC_REFUSE(o, join);
+    SN_NOT_SUPPORTED(o, join);
     return o;
 }
 

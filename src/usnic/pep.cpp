@@ -11,11 +11,11 @@
 
 #include "common/eq.hpp"
 #include "common/log.hpp"
+#include "common/not_supported.hpp"
 #include "usnic/addr.hpp"
 #include "usnic/caps.hpp"
 #include "usnic/fabric.hpp"
 #include "usnic/msg_cm.hpp"
-#include "usnic/refuse.hpp"
 
 namespace softnic::usnic {
 namespace {
@@ -53,25 +53,25 @@ fi_ops_cm make_cm_ops() {
     o.size = sizeof(o);
     o.setname = pep_setname;
     o.getname = pep_getname;
-    USNIC_REFUSE(o, getpeer);
-    USNIC_REFUSE(o, connect);
+    SN_NOT_SUPPORTED(o, getpeer);
+    SN_NOT_SUPPORTED(o, connect);
     o.listen = pep_listen;
-    USNIC_REFUSE(o, accept);
+    SN_NOT_SUPPORTED(o, accept);
     o.reject = pep_reject;
-    USNIC_REFUSE(o, shutdown);
-    USNIC_REFUSE(o, join);
+    SN_NOT_SUPPORTED(o, shutdown);
+    SN_NOT_SUPPORTED(o, join);
     return o;
 }
 fi_ops_ep make_ep_ops() {
     fi_ops_ep o{};
     o.size = sizeof(o);
-    USNIC_REFUSE(o, cancel);
+    SN_NOT_SUPPORTED(o, cancel);
     o.getopt = pep_getopt;
     o.setopt = pep_setopt;
-    USNIC_REFUSE(o, tx_ctx);
-    USNIC_REFUSE(o, rx_ctx);
-    USNIC_REFUSE(o, rx_size_left);
-    USNIC_REFUSE(o, tx_size_left);
+    SN_NOT_SUPPORTED(o, tx_ctx);
+    SN_NOT_SUPPORTED(o, rx_ctx);
+    SN_NOT_SUPPORTED(o, rx_size_left);
+    SN_NOT_SUPPORTED(o, tx_size_left);
     return o;
 }
 fi_ops_cm pep_cm_ops = make_cm_ops();

@@ -249,6 +249,22 @@ void progress_for(std::chrono::milliseconds window) {
     }
 }
 
+void wait_unexpected(const Endpoint &ep, size_t n, const Loc &loc) {
+    fi_cxi_dom_ops *ops = nullptr;
+    long rc = fi_open_ops(&ep.domain()->fid, FI_CXI_DOM_OPS_3, 0, reinterpret_cast<void **>(&ops),
+                          nullptr);
+    if (rc) fail("fi_open_ops(FI_CXI_DOM_OPS_3) returned " + rc_str(rc), loc);
+    size_t have = 0;
+    wait_until(
+        [&] {
+            progress_all();
+            have = 0;
+            ops->ep_get_unexp_msgs(ep.ep(), nullptr, 0, nullptr, &have);
+            return have >= n;
+        },
+        std::to_string(n) + " unexpected messages", kTimeout, loc);
+}
+
 void expect_quiet(Cq &cq, const std::string &what, std::chrono::milliseconds window,
                   const Loc &loc) {
     progress_for(window);
@@ -318,7 +334,7 @@ std::vector<uint8_t> get_name(fid_t fid) {
 }
 
 Endpoint::Endpoint(fid_domain *domain, const fi_info *info, const EpOptions &o)
-    : info_(fi_dupinfo(info)) {
+    : domain_(domain), info_(fi_dupinfo(info)) {
     CXIT_REQUIRE(info_ != nullptr, "fi_dupinfo");
     info_->next = nullptr;
     if (o.tx_op_flags) info_->tx_attr->op_flags = o.tx_op_flags;

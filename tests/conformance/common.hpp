@@ -197,6 +197,7 @@ class Endpoint {
 
     fid_ep *ep() const { return ep_.get(); }
     fid_av *av() const { return av_.get(); }
+    fid_domain *domain() const { return domain_; }
     Cq &tx() const { return *tx_; }
     Cq &rx() const { return rx_ ? *rx_ : *tx_; }
     fid_cntr *send_cntr() const { return scntr_.get(); }
@@ -210,6 +211,7 @@ class Endpoint {
     int close_ep() { return ep_.close(); }
 
   private:
+    fid_domain *domain_;
     InfoPtr info_;
     Fid<fid_av> av_;
     std::unique_ptr<Cq> tx_;
@@ -227,6 +229,10 @@ using EndpointPtr = std::unique_ptr<Endpoint>;
 // the received payload and length.
 void ping(Endpoint &src, fi_addr_t dest, Endpoint &dst, size_t len, uint32_t seed,
           bool tagged = false, uint64_t tag = 0, const Loc &loc = Loc::current());
+
+// Polls until `ep` holds at least `n` unexpected messages (the ep_get_unexp_msgs
+// extension): how a test makes messages unexpected without guessing a delay.
+void wait_unexpected(const Endpoint &ep, size_t n, const Loc &loc = Loc::current());
 
 std::vector<uint8_t> get_name(fid_t fid);
 void wait_cntr(fid_cntr *c, uint64_t value, const std::string &what,

@@ -27,7 +27,7 @@ class MsgTest : public TransportTest {
         if (!unexpected) recv();
         post([&] { return fi_send(p.a->ep(), out.data(), len, nullptr, p.a2b, &sctx); }, "fi_send");
         if (unexpected) {
-            progress_for(std::chrono::milliseconds(5));
+            wait_unexpected(*p.b, 1);
             recv();
         }
         Comp r = wait_comp(p.b->rx(), &rctx, "receive of " + std::to_string(len) + " bytes");
@@ -189,7 +189,7 @@ TEST_P(MsgTest, TruncationReportsDeliveredAndOverflowLengths) {
         post([&] { return fi_send(p.a->ep(), out.data(), c.msg, nullptr, p.a2b, &sctx); },
              "fi_send");
         if (c.unexpected) {
-            progress_for(std::chrono::milliseconds(5));
+            wait_unexpected(*p.b, 1);
             recv();
         }
         ErrComp e = wait_err(p.b->rx(), &rctx, "truncated receive");
@@ -212,7 +212,7 @@ TEST_P(MsgTest, SendAfterSendOrderingUnexpected) {
         post([&] { return fi_send(p.a->ep(), out[i].data(), len, nullptr, p.a2b, &sctx[i]); },
              "fi_send");
     }
-    progress_for(std::chrono::milliseconds(5));
+    wait_unexpected(*p.b, kN);
     for (size_t i = 0; i < kN; i++)
         post(
             [&] {

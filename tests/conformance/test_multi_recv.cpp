@@ -183,7 +183,7 @@ TEST_P(MultiRecvTest, UnexpectedMessagesLandInLaterBuffer) {
         void *b = out.back().data();
         post([&] { return fi_send(p_.a->ep(), b, lens[i], nullptr, p_.a2b, &sctx[i]); }, "fi_send");
     }
-    progress_for(std::chrono::milliseconds(5));
+    wait_unexpected(*p_.b, lens.size());
     std::vector<uint8_t> buf(8192);
     int ctx = 0;
     post_multi(*p_.b, buf.data(), buf.size(), &ctx);
@@ -203,7 +203,7 @@ TEST_P(MultiRecvTest, BufferFilledByUnexpectedMessagesIsReleasedOnce) {
     set_min(*p_.b, 100);
     const std::vector<size_t> lens(4, 100);
     send_all(lens);
-    progress_for(std::chrono::milliseconds(5));
+    wait_unexpected(*p_.b, lens.size());
     std::vector<uint8_t> first(400), second(1000), third(1000, 0xAB);
     int c1 = 0, c2 = 0, c3 = 0;
     post_multi(*p_.b, first.data(), first.size(), &c1);

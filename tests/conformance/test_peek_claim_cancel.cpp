@@ -81,7 +81,7 @@ TEST_P(PeekClaimCancelTest, PeekReportsOldestOfSameTag) {
     ASSERT_OK(fi_tinject(p_.a->ep(), b, sizeof(b), p_.a2b, 4));
     int pctx = 0;
     peek_found(4, &pctx);
-    progress_for(std::chrono::milliseconds(5));
+    wait_unexpected(*p_.b, 2);
     EXPECT_EQ(sizeof(a), peek_found(4, &pctx).e.len) << "FIFO among unexpected messages";
 }
 
@@ -212,7 +212,7 @@ TEST_P(PeekClaimCancelTest, SendsCannotBeCancelled) {
     int sctx = 0, rctx = 0;
     post([&] { return fi_send(p_.a->ep(), out.data(), out.size(), nullptr, p_.a2b, &sctx); },
          "fi_send");
-    progress_for(std::chrono::milliseconds(5));
+    wait_unexpected(*p_.b, 1);
     EXPECT_RC(-FI_ENOENT, fi_cancel(&p_.a->ep()->fid, &sctx));
     post([&] { return fi_recv(p_.b->ep(), in.data(), in.size(), nullptr, FI_ADDR_UNSPEC, &rctx); },
          "fi_recv");

@@ -137,7 +137,7 @@ TEST_P(TaggedTest, UnexpectedMatchInArrivalOrder) {
         out[i] = pattern(lens[i], static_cast<uint32_t>(i));
         tsend(p, out[i].data(), lens[i], 99, &sctx[i]);
     }
-    progress_for(std::chrono::milliseconds(5));
+    wait_unexpected(*p.b, kN);
     for (size_t i = 0; i < kN; i++)
         trecv(*p.b, in[i].data(), kRdzvSize, 99, 0, &rctx[i]);
     for (size_t i = 0; i < kN; i++) {
@@ -158,7 +158,7 @@ TEST_P(TaggedTest, UnexpectedMatchedByTag) {
         uint64_t v = t * 1000;
         post([&] { return fi_tinject(p.a->ep(), &v, 8, p.a2b, 0x100 + t); }, "fi_tinject");
     }
-    progress_for(std::chrono::milliseconds(5));
+    wait_unexpected(*p.b, kN);
     for (int t = kN - 1; t >= 0; t--)
         trecv(*p.b, &in[t], 8, 0x100 + t, 0, &rctx[t]);
     for (int t = 0; t < kN; t++) {
@@ -190,7 +190,7 @@ TEST_P(TaggedTest, TaggedAndUntaggedDoNotCrossMatch) {
     int ru2 = 0, rt2 = 0;
     ASSERT_OK(fi_tinject(p.a->ep(), "T2", 3, p.a2b, 4));
     ASSERT_OK(fi_inject(p.a->ep(), "U2", 3, p.a2b));
-    progress_for(std::chrono::milliseconds(5));
+    wait_unexpected(*p.b, 2);
     ASSERT_OK(fi_recv(p.b->ep(), uin2, 8, nullptr, FI_ADDR_UNSPEC, &ru2));
     wait_comp(p.b->rx(), &ru2, "untagged receive of unexpected");
     EXPECT_STREQ("U2", uin2);
@@ -209,7 +209,7 @@ TEST_P(TaggedTest, RendezvousExpectedAndUnexpected) {
             if (!unexpected) trecv(*p.b, in.data(), len, 0x42, 0, &rctx);
             tsend(p, out.data(), len, 0x42, &sctx);
             if (unexpected) {
-                progress_for(std::chrono::milliseconds(5));
+                wait_unexpected(*p.b, 1);
                 trecv(*p.b, in.data(), len, 0x42, 0, &rctx);
             }
             EXPECT_EQ(len, wait_comp(p.b->rx(), &rctx, "rendezvous receive").e.len);

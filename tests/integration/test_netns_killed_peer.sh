@@ -6,7 +6,8 @@
 #
 # Two deaths: (1) kill -9, after which A's kernel answers the survivor's datagrams with
 # ICMP port unreachable; (2) SIGSTOP first, so that nothing at all answers and only the
-# retransmission limit (FI_CXI_UDP_RETRY_LIMIT=6 here) can tell, then kill -9.
+# retransmission limit can tell (FI_CXI_UDP_RETRY_LIMIT=6 timeouts and
+# FI_CXI_UDP_DEAD_TIMEOUT=1000 ms of silence here), then kill -9.
 #
 # STORM: the storm binary (or first argument). KILLED_PEER_LIMIT: seconds the survivor
 # may take to exit after the victim stops answering (default 20).
@@ -17,6 +18,7 @@ storm=${1:-${STORM:?path of the storm binary (STORM=... or first argument)}}
 port=${STORM_PORT:-47910}
 limit=${KILLED_PEER_LIMIT:-20}
 export FI_CXI_UDP_RETRY_LIMIT=${FI_CXI_UDP_RETRY_LIMIT:-6}
+export FI_CXI_UDP_DEAD_TIMEOUT=${FI_CXI_UDP_DEAD_TIMEOUT:-1000}
 export STORM_STALL_S=${STORM_STALL_S:-60}
 
 netns_up 1500

@@ -48,7 +48,7 @@ common=(--allow-run-as-root --oversubscribe -np 2 --map-by node
         --mca oob_tcp_if_include "$NS_NET" -x FI_PROVIDER_PATH)
 export FI_CXI_RDZV_OFFLOAD=${FI_CXI_RDZV_OFFLOAD:-1} FI_CXI_MSG_OFFLOAD=${FI_CXI_MSG_OFFLOAD:-1}
 # The provider's knobs reach the ranks when set here (mpirun warns about -x of unset ones).
-for var in FI_CXI_RDZV_OFFLOAD FI_CXI_MSG_OFFLOAD FI_CXI_UDP_RETRY_LIMIT FI_CXI_FAULTS \
+for var in FI_CXI_RDZV_OFFLOAD FI_CXI_MSG_OFFLOAD FI_CXI_UDP_RETRY_LIMIT FI_CXI_UDP_DEAD_TIMEOUT FI_CXI_FAULTS \
     FI_CXI_UDP_PORT_BASE FI_LOG_LEVEL; do
     [ -n "${!var:-}" ] && common+=(-x "$var")
 done

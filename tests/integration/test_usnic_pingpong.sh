@@ -49,10 +49,10 @@ FI_USNIC_IFACES=nosuchif0 fi_info -p usnic >/dev/null 2>&1 || rc=$?
 [ $rc -eq 61 ] || fail "FI_USNIC_IFACES=nosuchif0 gave exit $rc, expected 61 (FI_ENODATA)"
 ok "no FI_TAGGED from usnic itself; an unknown interface -> FI_ENODATA"
 vars=$(fi_info -p usnic -e | tr -d '\0') || fail "fi_info -p usnic -e"
-for var in IFACES FAULTS; do
+for var in IFACES FAULTS DEAD_TIMEOUT; do
     grep -q "FI_USNIC_$var\b" <<<"$vars" || fail "FI_USNIC_$var is not listed by fi_info -e"
 done
-ok "fi_info -e lists FI_USNIC_IFACES and FI_USNIC_FAULTS"
+ok "fi_info -e lists FI_USNIC_IFACES, FI_USNIC_FAULTS and FI_USNIC_DEAD_TIMEOUT"
 
 # ---- fi_pingpong ------------------------------------------------------------------------
 # pp PORT ITERS ARGS...: server and client on 127.0.0.1, both given ARGS (and -I ITERS);

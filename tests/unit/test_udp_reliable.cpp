@@ -139,6 +139,7 @@ TEST(UdpReliable, DeadPeerFailsTheChannel) {
     UdpConfig c;
     c.retry_limit = 3;
     c.rto_max_us = 5000;
+    c.dead_after_ms = 20;
     int err = 0;
     auto a = UdpEndpoint::open(kIpA, 41005, c, err);
     ASSERT_TRUE(a);
@@ -158,6 +159,43 @@ TEST(UdpReliable, DeadPeerFailsTheChannel) {
     EXPECT_EQ(failed[0], ab);
     EXPECT_FALSE(ab->alive());
     EXPECT_FALSE(ab->acked(ab->last_token()));
+}
+
+// A peer that stops answering for longer than the retransmission limit lasts, but less
+// than dead_after_ms (a process the OS descheduled), is slow, not dead: once it answers,
+// the message arrives exactly once and the channel carries on.
+TEST(UdpReliable, PausedPeerIsNotDeclaredDead) {
+    UdpConfig c;
+    c.retry_limit = 2;
+    c.rto_max_us = 2000;
+    c.dead_after_ms = 5000;
+    int err = 0;
+    auto a = UdpEndpoint::open(kIpA, 41007, c, err);
+    ASSERT_TRUE(a);
+    auto b = UdpEndpoint::open(kIpB, 41007, c, err);
+    ASSERT_TRUE(b);
+    Channel *ab = a->link_to(kIpB, 41007);
+    uint64_t n = 0;  // packet 0 of CheckingSink's sequence: its number and nothing else
+    ASSERT_TRUE(ab->send(&n, sizeof(n), nullptr, 0, false));
+    CheckingSink sa, sb;
+    std::vector<Channel *> failed;
+    uint64_t before = a->stats().retransmits;
+    while (a->stats().retransmits - before <= 2 * c.retry_limit) {  // b is paused meanwhile
+        a->poll(sa, 64);
+        a->take_failed(failed);
+        ASSERT_TRUE(failed.empty());
+    }
+    EXPECT_TRUE(ab->alive());
+    for (int i = 0; i < 100000 && !ab->acked(ab->last_token()); i++) {  // b resumes
+        b->poll(sb, 64);
+        a->poll(sa, 64);
+    }
+    EXPECT_TRUE(ab->acked(ab->last_token()));
+    EXPECT_TRUE(ab->alive());
+    EXPECT_EQ(sb.next, 1u);
+    EXPECT_EQ(sb.bad, 0u);
+    a->take_failed(failed);
+    EXPECT_TRUE(failed.empty());
 }
 
 TEST(UdpReliable, GarbageIsCountedNotTrusted) {

@@ -49,8 +49,10 @@ size_t ShmRxQueue::poll(PacketSink &sink, size_t budget) {
         if (c->seq.load(std::memory_order_acquire) != head_ + 1) break;  // nothing published
         uint32_t len = c->len;
         const uint8_t *data = reinterpret_cast<const uint8_t *>(c) + kCellHeader;
-        // A peer's bytes: a bad length is dropped, never trusted.
-        if (len <= max_len && !sink.deliver(data, len)) break;
+        // A peer's bytes: a length past the cell is never trusted. The protocol gets an
+        // empty packet instead, which it drops, logs and counts like any other bad one.
+        if (len > max_len) len = 0;
+        if (!sink.deliver(data, len)) break;
         c->seq.store(head_ + geo_.cell_count, std::memory_order_release);
         head_++;
     }

@@ -26,6 +26,7 @@ Channel::Channel(UdpEndpoint &ep, const sockaddr_in &peer, uint32_t epoch)
       peer_limit_(ep.config().window),
       tx_(ep.config().window),
       rto_ns_(uint64_t(ep.config().rto_min_us) * 2000),
+      last_heard_ns_(now_ns()),
       rx_(ep.config().window) {}
 
 Channel::~Channel() = default;
@@ -129,7 +130,9 @@ void Channel::send_ack(RelType type) {
 }
 
 void Channel::on_datagram(const RelHdr &h, const uint8_t *body, size_t len, PacketSink &sink) {
-    if ((h.flags & kRelAckValid) && h.ack_epoch == epoch_) on_ack(h, now_ns());
+    uint64_t now = now_ns();
+    last_heard_ns_ = now;
+    if ((h.flags & kRelAckValid) && h.ack_epoch == epoch_) on_ack(h, now);
     switch (RelType(h.type)) {
         case RelType::kData:
             on_data(h, body, len, sink);
@@ -235,7 +238,8 @@ uint64_t Channel::on_timer(uint64_t now) {
     if (una_ == next_seq_ && !blocked_) return deadline_ = 0;
     if (!deadline_) deadline_ = now + rto_ns_;
     if (now < deadline_) return deadline_;
-    if (++retries_ > ep_.config().retry_limit) {
+    const UdpConfig &cfg = ep_.config();
+    if (++retries_ > cfg.retry_limit && now - last_heard_ns_ >= cfg.dead_after_ms * 1000000ull) {
         fail(State::kTimedOut);
         return 0;
     }
@@ -249,7 +253,7 @@ uint64_t Channel::on_timer(uint64_t now) {
                 n++;
             }
     }
-    rto_ns_ = std::min<uint64_t>(rto_ns_ * 2, uint64_t(ep_.config().rto_max_us) * 1000);
+    rto_ns_ = std::min<uint64_t>(rto_ns_ * 2, uint64_t(cfg.rto_max_us) * 1000);
     return deadline_ = now + rto_ns_;
 }
 

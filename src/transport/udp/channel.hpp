@@ -100,6 +100,7 @@ class Channel final : public Link {
     std::vector<TxSlot> tx_;
     uint64_t rto_ns_, srtt_ns_ = 0, rttvar_ns_ = 0, min_rtt_ns_ = 0, deadline_ = 0;
     unsigned retries_ = 0;
+    uint64_t last_heard_ns_;  // the peer's latest datagram (or our first attempt)
     // Receive stream.
     bool have_peer_epoch_ = false;
     uint32_t peer_epoch_ = 0;

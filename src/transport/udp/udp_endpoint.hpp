@@ -19,7 +19,10 @@ struct UdpConfig {
     size_t max_datagram = 1472;  // UDP payload bytes per datagram (path MTU - 28)
     uint32_t window = 256;       // packets in flight per peer; also the reorder buffer
     size_t window_bytes = 4 << 20;
-    unsigned retry_limit = 20;  // timeouts in a row before the peer is declared dead
+    unsigned retry_limit = 20;  // timeouts in a row before the peer is declared dead...
+    // ...and for at least this long not a word from it: a process the OS has descheduled
+    // for seconds (an oversubscribed host) is slow, not dead.
+    uint32_t dead_after_ms = 10000;
     uint32_t rto_min_us = 1000, rto_max_us = 200000;
     int socket_buffer = 8 << 20;
     bool offload = true;  // UDP_SEGMENT / UDP_GRO where the kernel has them
