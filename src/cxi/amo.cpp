@@ -72,8 +72,8 @@ void Context::on_atomic(const WireHdr &h, const uint8_t *payload) {
         return;
     }
     int op = h.cq_data & 0xff, dt = (h.cq_data >> 8) & 0xff;
-    domain_.count(h.flags & kWRestricted ? C_CNTR_IXE_RX_PTL_RESTRICTED_PKT
-                                         : C_CNTR_IXE_RX_PTL_UNRESTRICTED_PKT);
+    domain_.count(restricted_here(h) ? C_CNTR_IXE_RX_PTL_RESTRICTED_PKT
+                                     : C_CNTR_IXE_RX_PTL_UNRESTRICTED_PKT);
     Mr *mr = rma_target(h, access_for(kind, op));
     if (!mr) {
         send_reply(h, kWError);

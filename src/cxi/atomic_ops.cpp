@@ -74,17 +74,24 @@ struct Amo {
     uint64_t flags;
 };
 
-// The rules that depend on the target needing events (FI_RMA_EVENT, match events).
+// fi_cxi(7) "Unreliable AMOs" and ERRATA: unreliable AMOs are non-fetching, target an
+// optimized MR and ask for no remote completion notification (no target events);
+// fetching and compare AMOs cannot be delivery or match complete.
 int check_restricted(EpView *v, const Amo &m) {
-    bool events = v->ep->remote_events();
-    if ((m.flags & FI_CXI_HRP) && !(m.flags & FI_CXI_UNRELIABLE))
+    const bool unreliable = m.flags & FI_CXI_UNRELIABLE;
+    if ((m.flags & FI_CXI_HRP) && !unreliable)
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_CXI_HRP needs FI_CXI_UNRELIABLE\n");
-    if ((m.flags & FI_CXI_UNRELIABLE) && events)
-        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_CXI_UNRELIABLE towards MRs with events\n");
-    if (m.kind != AmoKind::kWrite && events &&
-        (m.flags & (FI_DELIVERY_COMPLETE | FI_MATCH_COMPLETE)))
+    if (unreliable && m.kind != AmoKind::kWrite)
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "unreliable fetching atomics are not supported\n");
+    if (unreliable && !v->ep->domain().optimized_key(m.key))
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA,
-                  "fetching atomics with delivery complete towards MRs with events (errata)\n");
+                  "unreliable atomics must target an optimized MR (key 0x%lx is not)\n", m.key);
+    if (unreliable && v->ep->remote_events())
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA,
+                  "unreliable atomics cannot use remote completion notification\n");
+    if (m.kind != AmoKind::kWrite && (m.flags & (FI_DELIVERY_COMPLETE | FI_MATCH_COMPLETE)))
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA,
+                  "fetching atomics cannot be delivery or match complete (errata)\n");
     return 0;
 }
 

@@ -212,6 +212,11 @@ class Context : public ProgressSource,
     void send_reply(const WireHdr &req, uint16_t flags);
     void count_remote(Mr *mr, bool write);
     void count_write(const WireHdr &h, bool ok);
+    // A restricted packet stays one here only if this target needs no events (FI_RMA_EVENT,
+    // counting events): an initiator with client keys cannot know, the hardware can.
+    bool restricted_here(const WireHdr &h) const {
+        return (h.flags & kWRestricted) && !(caps_ & FI_RMA_EVENT);
+    }
     void report_write(const WireHdr &h, Mr *mr);
     bool pump_rma(TxOp *op);
     // Atomics (amo.cpp).

@@ -316,6 +316,11 @@ uint32_t Domain::api_version() const {
     return fabric_.fid()->api_version;
 }
 
+bool Domain::optimized_key(uint64_t key) const {
+    if (mrs_.prov_keys()) return key & kProvKeyOptimized;
+    return options_.optimized_mrs && key < kOptimizedKeys;
+}
+
 bool Domain::writedata() const {
     return env().enable_writedata && mrs_.prov_keys() && info_->domain_attr->cq_data_size > 0;
 }

@@ -2,6 +2,7 @@
 // emulated hardware counters.
 #pragma once
 
+#include <cassini_cntr_defs.h>
 #include <rdma/fi_domain.h>
 
 #include <algorithm>
@@ -28,20 +29,9 @@ namespace softnic::cxi {
 
 class Fabric;
 
-// Emulated Cassini telemetry, read through the cntr_read domain extension.
-enum HwCounter : unsigned {
-    C_CNTR_LPE_SUCCESS_CNTR = 992,
-    C_CNTR_LPE_PLEC_HITS = 1047,
-    C_CNTR_IXE_RX_PTL_UNRESTRICTED_PKT = 1175,
-    C_CNTR_IXE_RX_PTL_RESTRICTED_PKT = 1178,
-    C_CNTR_HNI_HRP_ACK = 1582,
-    // softnic's own, in the last slots: packets of another VNI, one-sided operations
-    // done in a single copy within the host, and packets dropped as malformed.
-    SOFTNIC_CNTR_VNI_DROPPED = 2525,  // packets of another VNI, dropped
-    SOFTNIC_CNTR_SINGLE_COPY_RMA = 2526,
-    SOFTNIC_CNTR_DROPPED_PKTS = 2527,
-    C1_CNTR_SIZE = 2528,
-};
+// Emulated Cassini telemetry, read through the cntr_read domain extension; the ids are
+// the public <cassini_cntr_defs.h>'s.
+using HwCounter = c_cntr_type;
 
 class Domain {
   public:
@@ -82,6 +72,8 @@ class Domain {
     }
     // fi_writedata needs FI_CXI_ENABLE_WRITEDATA, provider keys and CQ data.
     bool writedata() const;
+    // Whether a remote key names an optimized MR (the restricted, unordered path).
+    bool optimized_key(uint64_t key) const;
     RefCount &refs() {
         return refs_;
     }

@@ -136,7 +136,7 @@ Endpoint::Endpoint(Domain &domain, const fi_info &info, void *context, bool scal
     view_.rx_flags = rxf;
     if (info.tx_attr && info.tx_attr->tclass != FI_TC_UNSPEC) view_.tclass = info.tx_attr->tclass;
     if (rnr_) view_.msg_order = kRnrMsgOrder;
-    if (info.tx_attr && info.tx_attr->msg_order) view_.msg_order = info.tx_attr->msg_order;
+    if (info.tx_attr) view_.msg_order = info.tx_attr->msg_order;  // 0: none asked for
     size_t n = std::max(tx_ctx_cnt_, rx_ctx_cnt_);
     for (size_t i = 0; i < n; i++) {
         contexts_.push_back(std::make_unique<Context>(domain, caps_, tx_size_, vni));

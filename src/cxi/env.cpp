@@ -2,6 +2,8 @@
 
 #include <strings.h>
 
+#include <cstdlib>
+
 #include "common/params.hpp"
 #include "transport/shm/shm_transport.hpp"
 #include "transport/udp/fault.hpp"
@@ -219,9 +221,22 @@ void define_params(const fi_provider *prov) {
         define_one(prov, d);
 }
 
+// libcxi's fork-safety variables (fi_cxi(7) "Fork"). On the hardware they keep pinned
+// buffers out of children; a soft NIC pins nothing, so the parent's transfers are safe
+// across fork with or without them and there is nothing more to do.
+void read_fork_safety(Env &e) {
+    e.fork_safe = std::getenv("CXI_FORK_SAFE") != nullptr;
+    e.fork_safe_hp = std::getenv("CXI_FORK_SAFE_HP") != nullptr;
+    if (e.fork_safe || e.fork_safe_hp)
+        SN_INFO(FI_LOG_CORE,
+                "CXI_FORK_SAFE%s: a soft NIC pins no memory; transfers are fork-safe as is\n",
+                e.fork_safe_hp ? "_HP" : "");
+}
+
 void load_env(const fi_provider *prov) {
     read_all(prov, g_env);
     fix_up(g_env);
+    read_fork_safety(g_env);
     transport::shm::set_single_copy(g_env.shm_cma);
 }
 

@@ -54,7 +54,8 @@ struct Env {
     int udp_port_base = 20480;
     size_t udp_mtu = 0;
     size_t udp_retry_limit = 20;
-    size_t udp_dead_timeout = 10000;  // ms
+    size_t udp_dead_timeout = 10000;               // ms
+    bool fork_safe = false, fork_safe_hp = false;  // CXI_FORK_SAFE, CXI_FORK_SAFE_HP
     size_t udp_window = 256;
     bool udp_gso = true;
     std::string faults;

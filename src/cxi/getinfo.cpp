@@ -55,7 +55,8 @@ fi_info *offer(const SoftNic &nic, bool prov_key, bool rnr, const AuthKey &dflt)
     ep.protocol = rnr ? FI_PROTO_CXI_RNR : FI_PROTO_CXI;
     ep.protocol_version = 1;
     ep.max_msg_size = kMaxMsgSize;
-    ep.max_order_waw_size = SIZE_MAX;
+    // fi_cxi(7): writes, non-fetching and fetching AMOs of any size stay in order.
+    ep.max_order_raw_size = ep.max_order_war_size = ep.max_order_waw_size = SIZE_MAX;
     ep.mem_tag_format = rnr ? kRnrMemTagFormat : kMemTagFormat;
     ep.tx_ctx_cnt = ep.rx_ctx_cnt = 1;
     fi_domain_attr &d = *i->domain_attr;
@@ -180,6 +181,9 @@ void finish(fi_info &i, const fi_info *hints, const Request &r, uint32_t version
         i.tx_attr->op_flags = kTxOpFlags;
         i.rx_attr->op_flags = kRxOpFlags;
     }
+    // As upstream: with hints, the endpoint orders what they ask for and no more (0: no
+    // ordering, which lets optimized writes take the restricted path).
+    if (hints && hints->tx_attr) i.tx_attr->msg_order = hints->tx_attr->msg_order;
     static_cast<CxiAddr *>(i.src_addr)->pid = r.src_pid;
     static_cast<CxiAddr *>(i.src_addr)->pid_preferred = r.src_pid_preferred;
     if (r.has_dest) {

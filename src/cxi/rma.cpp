@@ -105,7 +105,7 @@ void Context::count_remote(Mr *mr, bool write) {
 // The emulated NIC's telemetry for a remote write (spec §6.5): restricted writes hit
 // the optimized-MR cache; the others are ordinary list-entry operations.
 void Context::count_write(const WireHdr &h, bool ok) {
-    if (h.flags & kWRestricted) {
+    if (restricted_here(h)) {
         domain_.count(C_CNTR_IXE_RX_PTL_RESTRICTED_PKT);
         domain_.count(C_CNTR_LPE_PLEC_HITS);
     } else {

@@ -3,6 +3,7 @@
 // (plain, ioc, msg, inject), completions and counters, the flag and argument rules
 // (FI_CXI_UNRELIABLE, FI_CXI_HRP, the errata), FI_EIO for target-side failures, and
 // the emulated NIC counters that restricted operations move (spec §6.5).
+#include <cassini_cntr_defs.h>
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_cxi_ext.h>
 #include <rdma/fi_rma.h>
@@ -20,7 +21,10 @@ namespace {
 // No operation has this value in 1.x or 2.x (2.x gave FI_ATOMIC_OP_LAST's value to FI_DIFF).
 constexpr fi_op kBadOp = static_cast<fi_op>(64);
 
-constexpr unsigned kRestrictedPkt = 1178, kPlecHits = 1047, kHrpAck = 1582;
+// The names applications use, from the shipped <cassini_cntr_defs.h>.
+constexpr unsigned kRestrictedPkt = C_CNTR_IXE_RX_PTL_RESTRICTED_PKT,
+                   kPlecHits = C_CNTR_LPE_PLEC_HITS, kHrpAck = C_CNTR_HNI_HRP_ACK,
+                   kUnrestrictedPkt = C_CNTR_IXE_RX_PTL_UNRESTRICTED_PKT;
 
 // The table of spec §6.4, written out independently of the provider: bit d = datatype d.
 uint16_t expected_mask(int kind, int op) {
@@ -110,6 +114,28 @@ class AtomicTest : public OneSidedTest {
     }
     // 11 FI_CXI_HRP writes to an optimized key count as restricted packets and optimized-MR
     // hits at the target and as HRP acks at the initiator.
+    // One 8-byte write of `flags` to `key`, and the emulated counters it moved: a
+    // restricted packet and an optimized-MR hit at the target, or an unrestricted
+    // packet; an HRP ack at the initiator.
+    void expect_counted_write(Pair &p, const EpOptions &o, uint64_t key, uint64_t flags,
+                              bool restricted, bool hrp, const char *what) {
+        fid_domain *target = domain(peer_domain(), o), *init = domain("cxi0", o);
+        uint64_t r0 = hw(target, kRestrictedPkt), u0 = hw(target, kUnrestrictedPkt),
+                 l0 = hw(target, kPlecHits), h0 = hw(init, kHrpAck);
+        uint64_t v = 42;
+        put<uint64_t>(0, 0);
+        iovec iov{&v, 8};
+        fi_rma_iov rma{0, 8, key};
+        int ctx = 0;
+        fi_msg_rma msg{&iov, nullptr, 1, p.a2b, &rma, 1, &ctx, 0};
+        post([&] { return fi_writemsg(p.a->ep(), &msg, FI_COMPLETION | flags); }, what);
+        wait_comp(p.a->tx(), &ctx, what);
+        EXPECT_EQ(42u, at<uint64_t>(0)) << what;
+        EXPECT_EQ(restricted ? 1u : 0u, hw(target, kRestrictedPkt) - r0) << what;
+        EXPECT_EQ(restricted ? 0u : 1u, hw(target, kUnrestrictedPkt) - u0) << what;
+        EXPECT_EQ(restricted ? 1u : 0u, hw(target, kPlecHits) - l0) << what;
+        EXPECT_EQ(hrp ? 1u : 0u, hw(init, kHrpAck) - h0) << what;
+    }
     void optimized_writes(bool prov_key) {
         Pair &p = pair(opts(prov_key));
         uint64_t key = expose(p, 64, kRemote, prov_key, 5);
@@ -317,7 +343,7 @@ TEST_P(AtomicTest, FormsCompletionsAndCounters) {
     post(
         [&] {
             return fi_compare_atomicmsg(p.a->ep(), &msg, &cmpv, nullptr, 1, &res, nullptr, 1,
-                                        FI_COMPLETION | FI_DELIVERY_COMPLETE);
+                                        FI_COMPLETION | FI_TRANSMIT_COMPLETE);
         },
         "fi_compare_atomicmsg");
     wait_comp(p.a->tx(), &c3, "fi_compare_atomicmsg");
@@ -444,24 +470,105 @@ TEST_P(AtomicTest, RestrictedAtomicsMoveTheNicCounters) {
     run("reliable", [&] { return fi_atomicmsg(p.a->ep(), &msg, FI_COMPLETION); });
     EXPECT_RC(-FI_EBADFLAGS, fi_fetch_atomicmsg(p.a->ep(), &msg, &res, nullptr, 1,
                                                 FI_CXI_UNRELIABLE | FI_CXI_HRP));
-    run("fetch unreliable", [&] {
-        return fi_fetch_atomicmsg(p.a->ep(), &msg, &res, nullptr, 1,
-                                  FI_COMPLETION | FI_CXI_UNRELIABLE);
-    });
+    // "Unreliable, fetching AMOs are not supported."
+    EXPECT_RC(-FI_EINVAL, fi_fetch_atomicmsg(p.a->ep(), &msg, &res, nullptr, 1,
+                                             FI_COMPLETION | FI_CXI_UNRELIABLE));
     msg.op = FI_CSWAP;
     EXPECT_RC(-FI_EBADFLAGS, fi_compare_atomicmsg(p.a->ep(), &msg, &ioc, nullptr, 1, &res, nullptr,
                                                   1, FI_CXI_UNRELIABLE | FI_CXI_HRP));
-    run("compare unreliable", [&] {
-        return fi_compare_atomicmsg(p.a->ep(), &msg, &ioc, nullptr, 1, &res, nullptr, 1,
-                                    FI_COMPLETION | FI_CXI_UNRELIABLE);
-    });
-    EXPECT_EQ(4u, hw(target, kRestrictedPkt) - r0);
+    EXPECT_RC(-FI_EINVAL, fi_compare_atomicmsg(p.a->ep(), &msg, &ioc, nullptr, 1, &res, nullptr, 1,
+                                               FI_COMPLETION | FI_CXI_UNRELIABLE));
+    EXPECT_EQ(2u, hw(target, kRestrictedPkt) - r0);
     EXPECT_EQ(1u, hw(init, kHrpAck) - h0);
-    EXPECT_EQ(4u, at<uint64_t>(0)) << "every one of them landed once";
+    EXPECT_EQ(3u, at<uint64_t>(0)) << "every accepted one landed once";
+}
+
+// "Unreliable AMOs must target an optimized MR": client key 3 is one, 200 is not.
+TEST_P(AtomicTest, UnreliableAtomicsNeedAnOptimizedKey) {
+    Pair &p = pair(opts(false));
+    uint64_t v = 1;
+    fi_ioc ioc{&v, 1};
+    int ctx = 0;
+    for (uint64_t key : {200ULL, 3ULL}) {
+        uint64_t k = expose(p, 64, kRemote, false, key);
+        put<uint64_t>(0, 0);
+        fi_rma_ioc rioc{0, 1, k};
+        fi_msg_atomic msg{&ioc, nullptr, 1, p.a2b, &rioc, 1, FI_UINT64, FI_SUM, &ctx, 0};
+        if (key >= 100) {
+            EXPECT_RC(-FI_EINVAL, fi_atomicmsg(p.a->ep(), &msg, FI_COMPLETION | FI_CXI_UNRELIABLE));
+            continue;
+        }
+        post([&] { return fi_atomicmsg(p.a->ep(), &msg, FI_COMPLETION | FI_CXI_UNRELIABLE); },
+             "unreliable atomic to an optimized key");
+        wait_comp(p.a->tx(), &ctx, "unreliable atomic");
+        EXPECT_EQ(1u, at<uint64_t>(0));
+    }
+}
+
+// ERRATA: fetching and compare AMOs are never delivery or match complete, whatever
+// the target (a target without events here); transmit complete ones are.
+TEST_P(AtomicTest, FetchingAtomicsRefuseDeliveryAndMatchComplete) {
+    Pair &p = pair(opts());
+    uint64_t key = expose(p, 64);
+    uint64_t v = 1, old = 0, cmp = 0;
+    fi_ioc ioc{&v, 1}, res{&old, 1}, cmpv{&cmp, 1};
+    fi_rma_ioc rioc{0, 1, key};
+    int ctx = 0;
+    fi_msg_atomic msg{&ioc, nullptr, 1, p.a2b, &rioc, 1, FI_UINT64, FI_SUM, &ctx, 0};
+    for (uint64_t level : {FI_DELIVERY_COMPLETE, FI_MATCH_COMPLETE}) {
+        EXPECT_RC(-FI_EINVAL, fi_fetch_atomicmsg(p.a->ep(), &msg, &res, nullptr, 1, level));
+        msg.op = FI_CSWAP;
+        EXPECT_RC(-FI_EINVAL, fi_compare_atomicmsg(p.a->ep(), &msg, &cmpv, nullptr, 1, &res,
+                                                   nullptr, 1, level));
+        msg.op = FI_SUM;
+    }
+    post(
+        [&] {
+            return fi_fetch_atomicmsg(p.a->ep(), &msg, &res, nullptr, 1,
+                                      FI_COMPLETION | FI_TRANSMIT_COMPLETE);
+        },
+        "transmit-complete fetching atomic");
+    wait_comp(p.a->tx(), &ctx, "fetch");
 }
 
 // upstream rma_opt/opt_write and rma_opt_hrp/hrp: writes to an optimized key are
 // restricted packets and hit the optimized-MR cache; with FI_CXI_HRP each is acked.
+// fi_cxi(7) "Optimized RMA": a write is a restricted packet, and an optimized-MR cache
+// hit, only when it targets an optimized MR, the target needs no events and no
+// write-after-write ordering was asked for; HRP acks come only with FI_CXI_HRP on such a
+// write. Each condition both ways (target events: the next test).
+TEST_P(AtomicTest, RestrictedWritesMeetEveryCondition) {
+    Pair &p = pair(opts(false));
+    struct Case {
+        const char *what;
+        uint64_t key, order, flags;
+        bool restricted, hrp;
+    } cases[] = {
+        {"optimized key", 5, 0, 0, true, false},
+        {"standard key", 200, 0, 0, false, false},
+        {"RMA WAW ordering", 5, FI_ORDER_RMA_WAW, 0, false, false},
+        {"WAW ordering", 5, FI_ORDER_WAW, 0, false, false},
+        {"HRP", 5, 0, FI_CXI_HRP, true, true},
+        {"HRP to a standard key", 200, 0, FI_CXI_HRP, false, false},
+    };
+    for (const Case &c : cases) {
+        uint64_t key = expose(p, 64, kRemote, false, c.key);
+        uint64_t order = c.order;
+        ASSERT_OK(fi_set_val(&p.a->ep()->fid, FI_OPT_CXI_SET_MSG_ORDER, &order));
+        expect_counted_write(p, opts(false), key, c.flags, c.restricted, c.hrp, c.what);
+    }
+}
+
+// A target that counts remote writes (FI_RMA_EVENT) is never written with restricted
+// packets and has no optimized-MR cache hits, even from an optimized key.
+TEST_P(AtomicTest, TargetEventsMakeWritesUnrestricted) {
+    EpOptions o = opts(false);
+    o.caps |= FI_RMA_EVENT;
+    Pair &p = pair(o);
+    uint64_t key = expose(p, 64, kRemote, false, 5);
+    expect_counted_write(p, o, key, FI_CXI_HRP, false, false, "write to an FI_RMA_EVENT target");
+}
+
 TEST_P(AtomicTest, OptimizedKeyWritesMoveTheNicCounters) {
     optimized_writes(false);  // client key 5
 }

@@ -150,8 +150,8 @@ TEST_F(GetinfoTest, EpAttributes) {
     EXPECT_EQ(static_cast<uint32_t>(FI_PROTO_CXI), e->protocol);
     EXPECT_EQ(1u, e->protocol_version);
     EXPECT_EQ(0xFFFFFFFFULL, e->max_msg_size);
-    EXPECT_EQ(0u, e->max_order_raw_size);
-    EXPECT_EQ(0u, e->max_order_war_size);
+    EXPECT_EQ(SIZE_MAX, e->max_order_raw_size);  // fi_cxi(7): -1, ordered at any size
+    EXPECT_EQ(SIZE_MAX, e->max_order_war_size);
     EXPECT_EQ(SIZE_MAX, e->max_order_waw_size);
     EXPECT_EQ(kMemTagFormat, e->mem_tag_format) << std::hex << e->mem_tag_format;
     EXPECT_EQ(1u, e->tx_ctx_cnt);

@@ -3,6 +3,7 @@
 // counter 2526), between hosts they are packets; targets that count remote events are
 // always served by packets; FI_ORDER_WAW across RMA and atomics and FI_FENCE hold; a
 // closed region is refused; more regions than the shared table holds still work.
+#include <cassini_cntr_defs.h>
 #include <rdma/fi_atomic.h>
 
 #include <cstring>
@@ -14,8 +15,8 @@ using namespace cxit;
 
 namespace {
 
-constexpr unsigned kSingleCopyRma = 2526;  // SOFTNIC_CNTR_SINGLE_COPY_RMA
-constexpr unsigned kLpeSuccess = 992;      // C_CNTR_LPE_SUCCESS_CNTR
+constexpr unsigned kSingleCopyRma = SOFTNIC_CNTR_SINGLE_COPY_RMA;  // <cassini_cntr_defs.h>
+constexpr unsigned kLpeSuccess = C_CNTR_LPE_SUCCESS_CNTR;
 
 class RmaPathTest : public OneSidedTest {
   protected:

@@ -115,3 +115,10 @@ done
 [ "$("$CXI_STAT" -l)" = cxi0 ] || fail "cxi_stat -l"
 "$CXI_STAT" -r -p 1 | grep -q "Rates:" || fail "cxi_stat -r"
 ok "cxi_stat"
+# The seed's FABTESTS recipe reads a NIC's address from sysfs; on a soft NIC one command
+# gives it (cxi_stat -n), and it names that NIC as a destination node.
+addr=$("$CXI_STAT" -n -d cxi0) || fail "cxi_stat -n -d cxi0"
+nid=$("$CXI_STAT" -d cxi0 | sed -n 's/.*NID: \([0-9]*\) .*/\1/p')
+[ -n "$nid" ] && [ "$((addr))" = "$nid" ] || fail "cxi_stat -n says '$addr', the NID line '$nid'"
+fi_info -p cxi -n "$addr" -P 10 | grep -q "domain: cxi0" || fail "fi_info -n $addr finds no cxi0"
+ok "cxi_stat -n: cxi0 is at $addr, and fi_getinfo takes that address as a node"

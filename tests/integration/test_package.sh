@@ -17,6 +17,7 @@ ok "built $(basename "$deb")"
 provdir=$(pkg-config --variable=libdir libfabric)/libfabric
 files=$(dpkg-deb -c "$deb" | awk '{print $NF}' | sed 's|^\./|/|')
 for f in "$provdir/libcxi-fi.so" "$provdir/libusnic-fi.so" /usr/include/rdma/fi_cxi_ext.h \
+         /usr/include/cassini_cntr_defs.h \
          /usr/include/rdma/fi_ext_usnic.h /usr/include/libcxi/libcxi.h /usr/bin/cxi_stat \
          /usr/bin/cxi_service /usr/share/man/man7/fi_cxi.7 /usr/share/man/man7/fi_usnic.7 \
          /usr/share/man/man1/cxi_stat.1; do

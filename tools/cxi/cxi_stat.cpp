@@ -19,7 +19,7 @@ namespace {
 constexpr const char *kVersion = "1.5.5";
 
 struct Options {
-    bool list = false, macs = false, rates = false;
+    bool list = false, macs = false, rates = false, addrs = false;
     std::string device;
     unsigned pause = 4;
 };
@@ -38,6 +38,8 @@ void usage(FILE *f) {
                  " -h --help             Show this help\n"
                  " -l --list             List all CXI devices\n"
                  " -m --mac-list         List all CXI MAC addresses\n"
+                 " -n --nic-addr         Print the NIC address of each device (softnic: what\n"
+                 "                       /sys/class/cxi/DEV/device/properties/nic_addr holds)\n"
                  " -d --device=DEV       List only specified CXI device\n"
                  "                       Default lists all CXI devices\n"
                  " -a --aer              Report AER statistics (none on a soft NIC)\n"
@@ -48,17 +50,14 @@ void usage(FILE *f) {
 }
 
 Options parse(int argc, char **argv) {
-    static const option longs[] = {{"help", no_argument, nullptr, 'h'},
-                                   {"list", no_argument, nullptr, 'l'},
-                                   {"mac-list", no_argument, nullptr, 'm'},
-                                   {"device", required_argument, nullptr, 'd'},
-                                   {"aer", no_argument, nullptr, 'a'},
-                                   {"rates", no_argument, nullptr, 'r'},
-                                   {"pause", required_argument, nullptr, 'p'},
-                                   {"version", no_argument, nullptr, 'V'},
-                                   {nullptr, 0, nullptr, 0}};
+    static const option longs[] = {
+        {"help", no_argument, nullptr, 'h'},         {"list", no_argument, nullptr, 'l'},
+        {"mac-list", no_argument, nullptr, 'm'},     {"nic-addr", no_argument, nullptr, 'n'},
+        {"device", required_argument, nullptr, 'd'}, {"aer", no_argument, nullptr, 'a'},
+        {"rates", no_argument, nullptr, 'r'},        {"pause", required_argument, nullptr, 'p'},
+        {"version", no_argument, nullptr, 'V'},      {nullptr, 0, nullptr, 0}};
     Options o;
-    for (int c; (c = getopt_long(argc, argv, "hlmd:arVp:", longs, nullptr)) != -1;) {
+    for (int c; (c = getopt_long(argc, argv, "hlmnd:arVp:", longs, nullptr)) != -1;) {
         char *end = nullptr;
         switch (c) {
             case 'l':
@@ -66,6 +65,9 @@ Options parse(int argc, char **argv) {
                 break;
             case 'm':
                 o.macs = true;
+                break;
+            case 'n':
+                o.addrs = true;
                 break;
             case 'd':
                 o.device = optarg;
@@ -176,6 +178,8 @@ int main(int argc, char **argv) {
         found = true;
         if (o.list)
             std::printf("%s\n", i.device_name);
+        else if (o.addrs)
+            std::printf("0x%x\n", i.nid);
         else if (o.macs)
             std::printf("%s\n", sysfs(ifname_of(i), "address").c_str());
         else
@@ -183,6 +187,6 @@ int main(int argc, char **argv) {
     }
     cxil_free_device_list(l);
     if (!found && !o.device.empty()) errx(1, "Device %s not found", o.device.c_str());
-    if (!found && !o.list && !o.macs) std::printf("No CXI devices found\n");
+    if (!found && !o.list && !o.macs && !o.addrs) std::printf("No CXI devices found\n");
     return 0;
 }
