@@ -171,7 +171,7 @@ if [ -n "$mpi_pid" ]; then
     tries=0
     until [ -s "$dir/rank.3" ]; do
         tries=$((tries + 1))
-        [ $tries -lt 600 ] || fail "the MPI job never started"
+        [ $tries -lt 600 ] || { tail -30 "$dir/mpi-kill.log" >&2; fail "the MPI job never started"; }
         sleep 0.1
     done
     sleep "$kill_after"

@@ -45,19 +45,20 @@ size_t packet_size(uint64_t n, size_t max) {
 
 struct Pair {
     std::unique_ptr<UdpEndpoint> a, b;
-    uint16_t port;
-    Pair(const UdpConfig &ca, const UdpConfig &cb, uint16_t port_) : port(port_) {
+    Pair(const UdpConfig &ca, const UdpConfig &cb) {  // ephemeral ports
         int err = 0;
-        a = UdpEndpoint::open(kIpA, port, ca, err);
+        a = UdpEndpoint::open(kIpA, 0, ca, err);
         EXPECT_EQ(err, 0);
-        b = UdpEndpoint::open(kIpB, port, cb, err);
+        b = UdpEndpoint::open(kIpB, 0, cb, err);
         EXPECT_EQ(err, 0);
     }
+    uint16_t port_a() const { return a->socket().port(); }
+    uint16_t port_b() const { return b->socket().port(); }
 };
 
 // Send `count` packets each way at once and poll until both sides have them all.
 void exchange(Pair &p, uint64_t count, CheckingSink &sa, CheckingSink &sb, size_t max) {
-    Channel *ab = p.a->link_to(kIpB, p.port), *ba = p.b->link_to(kIpA, p.port);
+    Channel *ab = p.a->link_to(kIpB, p.port_b()), *ba = p.b->link_to(kIpA, p.port_a());
     ASSERT_NE(ab, nullptr);
     uint64_t sent_a = 0, sent_b = 0;
     std::vector<uint8_t> buf(max);
@@ -108,28 +109,28 @@ UdpConfig faulty(const char *spec, size_t max_datagram) {
 TEST(UdpReliable, CleanExchangeSmallAndLarge) {
     UdpConfig c;
     c.max_datagram = 9000;
-    Pair p(c, c, 41001);
+    Pair p(c, c);
     CheckingSink sa, sb;
     exchange(p, 20000, sa, sb, 8900);
 }
 
 TEST(UdpReliable, LossDuplicationReorderDelay) {
     UdpConfig c = faulty("drop=10,dup=5,reorder=5,delay=2,delay_us=300,seed=11", 1472);
-    Pair p(c, c, 41002);
+    Pair p(c, c);
     CheckingSink sa, sb;
     exchange(p, 20000, sa, sb, 1400);
 }
 
 TEST(UdpReliable, HeavyLossWithLargeDatagrams) {
     UdpConfig c = faulty("drop=20,seed=5", 65507);
-    Pair p(c, c, 41003);
+    Pair p(c, c);
     CheckingSink sa, sb;
     exchange(p, 2000, sa, sb, 60000);
 }
 
 TEST(UdpReliable, ReceiverBackPressureLosesNothing) {
     UdpConfig c = faulty("drop=5,seed=3", 1472);
-    Pair p(c, c, 41004);
+    Pair p(c, c);
     CheckingSink sa, sb;
     sb.refuse_every = 3;
     exchange(p, 10000, sa, sb, 1400);
@@ -140,20 +141,18 @@ TEST(UdpReliable, DeadPeerFailsTheChannel) {
     c.retry_limit = 3;
     c.rto_max_us = 5000;
     c.dead_after_ms = 20;
-    int err = 0;
-    auto a = UdpEndpoint::open(kIpA, 41005, c, err);
-    ASSERT_TRUE(a);
-    auto b = UdpEndpoint::open(kIpB, 41005, c, err);
-    Channel *ab = a->link_to(kIpB, 41005);
+    Pair p(c, c);
+    ASSERT_TRUE(p.a && p.b);
+    Channel *ab = p.a->link_to(kIpB, p.port_b());
     uint64_t n = 1;
     iovec iov{&n, sizeof(n)};
     ASSERT_TRUE(ab->send(&n, sizeof(n), &iov, 1, false));
     CheckingSink s;
-    b.reset();  // the peer vanishes without answering
+    p.b.reset();  // the peer vanishes without answering
     std::vector<Channel *> failed;
     for (int i = 0; i < 2000000 && failed.empty(); i++) {
-        a->poll(s, 64);
-        a->take_failed(failed);
+        p.a->poll(s, 64);
+        p.a->take_failed(failed);
     }
     ASSERT_EQ(failed.size(), 1u);
     EXPECT_EQ(failed[0], ab);
@@ -169,12 +168,10 @@ TEST(UdpReliable, PausedPeerIsNotDeclaredDead) {
     c.retry_limit = 2;
     c.rto_max_us = 2000;
     c.dead_after_ms = 5000;
-    int err = 0;
-    auto a = UdpEndpoint::open(kIpA, 41007, c, err);
-    ASSERT_TRUE(a);
-    auto b = UdpEndpoint::open(kIpB, 41007, c, err);
-    ASSERT_TRUE(b);
-    Channel *ab = a->link_to(kIpB, 41007);
+    Pair p(c, c);
+    ASSERT_TRUE(p.a && p.b);
+    UdpEndpoint *a = p.a.get(), *b = p.b.get();
+    Channel *ab = a->link_to(kIpB, p.port_b());
     uint64_t n = 0;  // packet 0 of CheckingSink's sequence: its number and nothing else
     ASSERT_TRUE(ab->send(&n, sizeof(n), nullptr, 0, false));
     CheckingSink sa, sb;
@@ -198,13 +195,57 @@ TEST(UdpReliable, PausedPeerIsNotDeclaredDead) {
     EXPECT_TRUE(failed.empty());
 }
 
+// A peer paused for 200 ms (descheduled, stopped in a debugger) after the round trip
+// was measured at microseconds: the timer backs off, so the sender resends a bounded
+// number of packets, not one burst per floor-length interval (which would be thousands),
+// and once the peer resumes every packet arrives once, in order.
+TEST(UdpReliable, PausedPeerDrawsABoundedNumberOfRetransmissions) {
+    UdpConfig c;
+    Pair p(c, c);
+    ASSERT_TRUE(p.a && p.b);
+    Channel *ab = p.a->link_to(kIpB, p.port_b());
+    CheckingSink sa, sb;
+    uint64_t n = 0;
+    auto send_one = [&] {
+        ASSERT_TRUE(ab->send(&n, sizeof(n), nullptr, 0, false));
+        n++;
+    };
+    for (int i = 0; i < 20; i++) {  // round trips measured while b answers
+        send_one();
+        for (int k = 0; k < 100000 && !ab->acked(ab->last_token()); k++) {
+            p.b->poll(sb, 64);
+            p.a->poll(sa, 64);
+        }
+    }
+    for (int i = 0; i < 10; i++)
+        send_one();
+    uint64_t before = p.a->stats().retransmits;
+    timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    do {  // b is paused: only a runs
+        p.a->poll(sa, 64);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 < 200);
+    uint64_t resent = p.a->stats().retransmits - before;
+    for (int k = 0; k < 1000000 && !ab->acked(ab->last_token()); k++) {  // b resumes
+        p.b->poll(sb, 64);
+        p.a->poll(sa, 64);
+    }
+    EXPECT_TRUE(ab->acked(ab->last_token()));
+    EXPECT_TRUE(ab->alive());
+    EXPECT_EQ(n, sb.next);
+    EXPECT_EQ(0u, sb.bad);
+    EXPECT_GT(resent, 0u);
+    EXPECT_LE(resent, 8u * 16) << "at most 8 packets per timeout, 16 doublings";
+}
+
 TEST(UdpReliable, GarbageIsCountedNotTrusted) {
     UdpConfig c;
     int err = 0;
-    auto a = UdpEndpoint::open(kIpA, 41006, c, err);
+    auto a = UdpEndpoint::open(kIpA, 0, c, err);
     ASSERT_TRUE(a);
     UdpSocket raw;
-    ASSERT_EQ(raw.open(kIpB, 41006, 1 << 16, false), 0);
+    ASSERT_EQ(raw.open(kIpB, 0, 1 << 16, false), 0);
     std::mt19937 rng(7);
     std::vector<uint8_t> junk(600);
     for (int i = 0; i < 200; i++) {
@@ -217,7 +258,7 @@ TEST(UdpReliable, GarbageIsCountedNotTrusted) {
             h.type = uint8_t(1 + i % 5);
             std::memcpy(junk.data(), &h, 8);
         }
-        raw.queue(make_sockaddr(kIpA, 41006), junk.data(), 1 + rng() % junk.size());
+        raw.queue(make_sockaddr(kIpA, a->socket().port()), junk.data(), 1 + rng() % junk.size());
         raw.flush();
     }
     CheckingSink s;

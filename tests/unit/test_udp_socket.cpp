@@ -27,11 +27,10 @@ std::vector<uint8_t> datagram(uint32_t n, size_t len) {
 
 struct Pair {
     UdpSocket tx, rx, other;
-    uint16_t port;
-    Pair(uint16_t p, bool tx_offload, bool rx_offload) : port(p) {
-        EXPECT_EQ(tx.open(kIp, p, 1 << 22, tx_offload), 0);
-        EXPECT_EQ(rx.open(kIp, uint16_t(p + 1), 1 << 22, rx_offload), 0);
-        EXPECT_EQ(other.open(kIp, uint16_t(p + 2), 1 << 22, false), 0);
+    Pair(bool tx_offload, bool rx_offload) {  // ephemeral ports
+        EXPECT_EQ(tx.open(kIp, 0, 1 << 22, tx_offload), 0);
+        EXPECT_EQ(rx.open(kIp, 0, 1 << 22, rx_offload), 0);
+        EXPECT_EQ(other.open(kIp, 0, 1 << 22, false), 0);
     }
 };
 
@@ -39,8 +38,8 @@ struct Pair {
 // and checks what the receiver gets.
 void round_trip(Pair &p, const std::vector<size_t> &lens) {
     std::vector<std::vector<uint8_t>> sent;
-    sockaddr_in to = make_sockaddr(kIp, uint16_t(p.port + 1));
-    sockaddr_in elsewhere = make_sockaddr(kIp, uint16_t(p.port + 2));
+    sockaddr_in to = make_sockaddr(kIp, p.rx.port());
+    sockaddr_in elsewhere = make_sockaddr(kIp, p.other.port());
     std::vector<uint8_t> stray = datagram(999, 100);
     for (uint32_t n = 0; n < lens.size(); n++) {
         sent.push_back(datagram(n, lens[n]));
@@ -63,7 +62,7 @@ void round_trip(Pair &p, const std::vector<size_t> &lens) {
             if (!sent[got].empty()) {  // an empty vector's data() may be null
                 EXPECT_EQ(0, std::memcmp(batch.data(i), sent[got].data(), sent[got].size()));
             }
-            EXPECT_EQ(ntohs(batch.from(i).sin_port), p.port);
+            EXPECT_EQ(ntohs(batch.from(i).sin_port), p.tx.port());
         }
     }
     EXPECT_EQ(got, sent.size());
@@ -83,7 +82,7 @@ const std::vector<size_t> kLens = {1400, 1400, 1400, 1400, 1400, 600,  1400, 140
 }  // namespace
 
 TEST(UdpSocket, SegmentedSendCoalescedReceive) {
-    Pair p(41100, true, true);
+    Pair p(true, true);
     round_trip(p, kLens);
     if (p.tx.segmenting()) {
         EXPECT_GT(p.tx.segmented_sends, 0u);
@@ -91,18 +90,18 @@ TEST(UdpSocket, SegmentedSendCoalescedReceive) {
 }
 
 TEST(UdpSocket, SegmentedSendPlainReceive) {
-    Pair p(41110, true, false);
+    Pair p(true, false);
     round_trip(p, kLens);
 }
 
 TEST(UdpSocket, PlainSendCoalescedReceive) {
-    Pair p(41120, false, true);
+    Pair p(false, true);
     round_trip(p, kLens);
     EXPECT_EQ(p.tx.segmented_sends, 0u);
 }
 
 TEST(UdpSocket, ManyRunsInOneFlush) {
-    Pair p(41130, true, true);
+    Pair p(true, true);
     std::vector<size_t> lens(64 * 3, 1000);  // more than one queue's worth
     for (size_t i = 0; i < lens.size(); i += 17)
         lens[i] = 300;  // each short one ends a run
@@ -110,7 +109,7 @@ TEST(UdpSocket, ManyRunsInOneFlush) {
 }
 
 TEST(UdpSocket, EmptyDatagramIsDelivered) {
-    Pair p(41140, true, true);
+    Pair p(true, true);
     round_trip(p, {0, 10, 10});
 }
 
@@ -119,8 +118,14 @@ TEST(UdpSocket, EmptyDatagramIsDelivered) {
 // either way the next receive() must name the peer that refused.
 TEST(UdpSocket, RefusalSeenBySendIsReported) {
     UdpSocket s;
-    ASSERT_EQ(s.open(kIp, 41150, 1 << 20, true), 0);
-    sockaddr_in closed = make_sockaddr(kIp, 41159);  // nobody listens there
+    ASSERT_EQ(s.open(kIp, 0, 1 << 20, true), 0);
+    uint16_t port;
+    {
+        UdpSocket gone;  // a port that was just given back: nobody listens there
+        ASSERT_EQ(gone.open(kIp, 0, 1 << 16, false), 0);
+        port = gone.port();
+    }
+    sockaddr_in closed = make_sockaddr(kIp, port);
     uint8_t bytes[16] = {};
     s.queue(closed, bytes, sizeof(bytes));
     s.flush();
@@ -131,5 +136,5 @@ TEST(UdpSocket, RefusalSeenBySendIsReported) {
     std::vector<sockaddr_in> refused;
     s.receive(batch, refused);
     ASSERT_FALSE(refused.empty());
-    EXPECT_EQ(ntohs(refused[0].sin_port), 41159);
+    EXPECT_EQ(ntohs(refused[0].sin_port), port);
 }

@@ -9,8 +9,9 @@
 namespace softnic::transport::udp {
 namespace {
 
-constexpr size_t kKeepSlotBytes = 4096;  // larger buffers are freed once acknowledged
-constexpr unsigned kRtoBurst = 8;        // packets resent when the timer fires
+constexpr size_t kKeepSlotBytes = 4096;      // larger buffers are freed once acknowledged
+constexpr unsigned kRtoBurst = 8;            // packets resent when the timer fires
+constexpr uint64_t kInitialRtoNs = 2000000;  // before a round trip was measured (first contact)
 
 // Expand a 32-bit wire sequence to the 64-bit one nearest to `near`.
 int64_t seq_delta(uint32_t wire, uint64_t near) {
@@ -25,7 +26,7 @@ Channel::Channel(UdpEndpoint &ep, const sockaddr_in &peer, uint32_t epoch)
       epoch_(epoch),
       peer_limit_(ep.config().window),
       tx_(ep.config().window),
-      rto_ns_(uint64_t(ep.config().rto_min_us) * 2000),
+      rto_ns_(std::min<uint64_t>(kInitialRtoNs, uint64_t(ep.config().rto_max_us) * 1000)),
       last_heard_ns_(now_ns()),
       rx_(ep.config().window) {}
 
@@ -202,8 +203,13 @@ void Channel::release_acked(uint64_t upto, uint64_t now) {
     }
     una_ = upto;
     const UdpConfig &cfg = ep_.config();
-    rto_ns_ = std::clamp<uint64_t>(srtt_ns_ + 4 * rttvar_ns_, uint64_t(cfg.rto_min_us) * 1000,
-                                   uint64_t(cfg.rto_max_us) * 1000);
+    // The timer follows the measured round trip, with a floor near the link's own (three
+    // times the fastest round trip seen), not a fixed millisecond: a lost lone packet
+    // costs about one round trip more, as on the hardware. Backing off on each timeout
+    // keeps a merely slow peer from drawing a storm.
+    uint64_t floor = std::max<uint64_t>(uint64_t(cfg.rto_min_us) * 1000, 3 * min_rtt_ns_);
+    rto_ns_ = std::clamp<uint64_t>(srtt_ns_ + 4 * rttvar_ns_, floor,
+                                   std::max<uint64_t>(floor, uint64_t(cfg.rto_max_us) * 1000));
     if (una_ != next_seq_)
         ep_.arm_timer(deadline_ = now + rto_ns_);
     else

@@ -102,6 +102,13 @@ int UdpSocket::open(uint32_t ip, uint16_t port, int buffer_bytes, bool offload) 
     return 0;
 }
 
+uint16_t UdpSocket::port() const {
+    sockaddr_in a{};
+    socklen_t len = sizeof(a);
+    if (fd_ < 0 || getsockname(fd_, reinterpret_cast<sockaddr *>(&a), &len) != 0) return 0;
+    return ntohs(a.sin_port);
+}
+
 void UdpSocket::set_faults(const FaultConfig &c) {
     faults_ = c.any() ? std::make_unique<FaultInjector>(c) : nullptr;
 }

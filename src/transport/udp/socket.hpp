@@ -68,6 +68,8 @@ class UdpSocket {
     bool segmenting() const { return gso_; }
     bool coalescing() const { return gro_; }
     int fd() const { return fd_; }
+    // The bound port (host order): the kernel's choice when opened with port 0.
+    uint16_t port() const;
     void set_faults(const FaultConfig &c);
 
     // Queue one datagram made of up to two pieces; the bytes must stay valid until

@@ -23,7 +23,7 @@ struct UdpConfig {
     // ...and for at least this long not a word from it: a process the OS has descheduled
     // for seconds (an oversubscribed host) is slow, not dead.
     uint32_t dead_after_ms = 10000;
-    uint32_t rto_min_us = 1000, rto_max_us = 200000;
+    uint32_t rto_min_us = 50, rto_max_us = 200000;  // the timer's floor is 3 RTTs or this
     int socket_buffer = 8 << 20;
     bool offload = true;  // UDP_SEGMENT / UDP_GRO where the kernel has them
     uint32_t realm = 0;   // only peers of the same realm are served
