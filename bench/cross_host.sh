@@ -22,11 +22,8 @@
 # checkout is built incrementally into ./build first, as bench/run.sh does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -z "${BUILD:-}" ]; then
-    scripts/build.sh >/dev/null  # incremental: measure what is checked out
-    BUILD=$PWD/build
-fi
-export FI_PROVIDER_PATH=$BUILD/lib
+. bench/lib.sh
+bench_plugins
 REPEAT=${REPEAT:-3}
 LAT_ITERS=${LAT_ITERS:-10000}
 BW_ITERS=${BW_ITERS:-500}

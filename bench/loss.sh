@@ -14,11 +14,8 @@
 # BUILD=<dir>: the plugins of that build (<dir>/lib); by default ./build, built first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -z "${BUILD:-}" ]; then
-    scripts/build.sh >/dev/null
-    BUILD=$PWD/build
-fi
-export FI_PROVIDER_PATH=$BUILD/lib
+. bench/lib.sh
+bench_plugins
 REPEAT=${REPEAT:-3}
 LOSS=${LOSS:-10}
 LAT_ITERS=${LAT_ITERS:-3000}

@@ -15,11 +15,8 @@
 # BUILD=<dir>: use the plugins of that build (<dir>/lib); by default ./build is built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -z "${BUILD:-}" ]; then
-    scripts/build.sh >/dev/null
-    BUILD=$PWD/build
-fi
-export FI_PROVIDER_PATH=$BUILD/lib
+. bench/lib.sh
+bench_plugins
 REPEAT=${REPEAT:-3}
 LAT_ITERS=${LAT_ITERS:-10000}
 BW_ITERS=${BW_ITERS:-300}
