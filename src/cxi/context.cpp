@@ -122,7 +122,8 @@ void Context::progress_locked() {
     if (udp_ && (udp_->wants_poll() || (!env().offload && (progress_calls_ & 63) == 0))) poll_udp();
     for (VniPort &v : extra_) {  // FI_AV_AUTH_KEY's other VNIs: not watched by the helper
         if (v.rxq) v.rxq->poll(*this, 64);
-        if (v.udp) poll_udp(*v.udp, v.foreign_seen);
+        if (v.udp && (v.udp->wants_poll() || (progress_calls_ & 63) == 0))
+            poll_udp(*v.udp, v.foreign_seen);
     }
     while (!ctrl_backlog_.empty()) {
         CtrlPkt &c = ctrl_backlog_.front();

@@ -105,7 +105,7 @@ int Context::open_extra_vnis(uint32_t pid) {
                 u.udp.reset();
                 u.rxq.reset();
             }
-            if (udp_) udp_.reset();
+            udp_.reset();
             return -FI_ENOSPC;
         }
     }

@@ -190,18 +190,9 @@ fi_ops_tagged tagged_ops = {sizeof(fi_ops_tagged),
                             t_injectdata};
 
 // Before fi_enable, every data call is -FI_ENOSYS.
-fi_ops_msg msg_disabled_ops = {sizeof(fi_ops_msg), not_supported, not_supported, not_supported,
-                               not_supported,      not_supported, not_supported, not_supported,
-                               not_supported,      not_supported};
-fi_ops_tagged tagged_disabled_ops = {
-    sizeof(fi_ops_tagged), not_supported, not_supported, not_supported, not_supported,
-    not_supported,         not_supported, not_supported, not_supported, not_supported};
-fi_ops_rma rma_disabled_ops = {sizeof(fi_ops_rma), not_supported, not_supported, not_supported,
-                               not_supported,      not_supported, not_supported, not_supported,
-                               not_supported,      not_supported};
-fi_ops_atomic atomic_disabled_ops = {
-    sizeof(fi_ops_atomic), not_supported, not_supported, not_supported, not_supported,
-    not_supported,         not_supported, not_supported, not_supported, not_supported,
-    not_supported,         not_supported, not_supported, not_supported};
+fi_ops_msg msg_disabled_ops = all_not_supported<fi_ops_msg>();
+fi_ops_tagged tagged_disabled_ops = all_not_supported<fi_ops_tagged>();
+fi_ops_rma rma_disabled_ops = all_not_supported<fi_ops_rma>();
+fi_ops_atomic atomic_disabled_ops = all_not_supported<fi_ops_atomic>();
 
 }  // namespace softnic::cxi

@@ -150,52 +150,6 @@ fi_ops_msg make_msg_ops() {
     SN_NOT_SUPPORTED(o, injectdata);
     return o;
 }
-fi_ops_rma make_rma_ops() {
-    fi_ops_rma o{};
-    o.size = sizeof(o);
-    SN_NOT_SUPPORTED(o, read);
-    SN_NOT_SUPPORTED(o, readv);
-    SN_NOT_SUPPORTED(o, readmsg);
-    SN_NOT_SUPPORTED(o, write);
-    SN_NOT_SUPPORTED(o, writev);
-    SN_NOT_SUPPORTED(o, writemsg);
-    SN_NOT_SUPPORTED(o, inject);
-    SN_NOT_SUPPORTED(o, writedata);
-    SN_NOT_SUPPORTED(o, injectdata);
-    return o;
-}
-fi_ops_tagged make_tagged_ops() {
-    fi_ops_tagged o{};
-    o.size = sizeof(o);
-    SN_NOT_SUPPORTED(o, recv);
-    SN_NOT_SUPPORTED(o, recvv);
-    SN_NOT_SUPPORTED(o, recvmsg);
-    SN_NOT_SUPPORTED(o, send);
-    SN_NOT_SUPPORTED(o, sendv);
-    SN_NOT_SUPPORTED(o, sendmsg);
-    SN_NOT_SUPPORTED(o, inject);
-    SN_NOT_SUPPORTED(o, senddata);
-    SN_NOT_SUPPORTED(o, injectdata);
-    return o;
-}
-fi_ops_atomic make_atomic_ops() {
-    fi_ops_atomic o{};
-    o.size = sizeof(o);
-    SN_NOT_SUPPORTED(o, write);
-    SN_NOT_SUPPORTED(o, writev);
-    SN_NOT_SUPPORTED(o, writemsg);
-    SN_NOT_SUPPORTED(o, inject);
-    SN_NOT_SUPPORTED(o, readwrite);
-    SN_NOT_SUPPORTED(o, readwritev);
-    SN_NOT_SUPPORTED(o, readwritemsg);
-    SN_NOT_SUPPORTED(o, compwrite);
-    SN_NOT_SUPPORTED(o, compwritev);
-    SN_NOT_SUPPORTED(o, compwritemsg);
-    SN_NOT_SUPPORTED(o, writevalid);
-    SN_NOT_SUPPORTED(o, readwritevalid);
-    SN_NOT_SUPPORTED(o, compwritevalid);
-    return o;
-}
 fi_ops_ep make_ep_ops() {
     fi_ops_ep o{};
     o.size = sizeof(o);
@@ -226,9 +180,9 @@ fi_ops_cm make_dgram_cm_ops() {
 }  // namespace
 
 fi_ops_msg ep_msg_ops = make_msg_ops();
-fi_ops_rma ep_rma_ops = make_rma_ops();
-fi_ops_tagged ep_tagged_ops = make_tagged_ops();
-fi_ops_atomic ep_atomic_ops = make_atomic_ops();
+fi_ops_rma ep_rma_ops = all_not_supported<fi_ops_rma>();
+fi_ops_tagged ep_tagged_ops = all_not_supported<fi_ops_tagged>();
+fi_ops_atomic ep_atomic_ops = all_not_supported<fi_ops_atomic>();
 fi_ops_ep ep_base_ops = make_ep_ops();
 fi_ops_cm ep_cm_ops_dgram = make_dgram_cm_ops();
 fi_ops_collective ep_collective_ops = all_not_supported<fi_ops_collective>();  // usnic has none
