@@ -65,7 +65,8 @@ long check_rc(long rc, const char *expr, const char *file, int line) {
 Cq::Cq(fid_domain *domain, const fi_cq_attr &attr, bool readfrom) : readfrom_(readfrom) {
     CXIT_REQUIRE(attr.format == FI_CQ_FORMAT_TAGGED, "stashing Cq needs FI_CQ_FORMAT_TAGGED");
     fi_cq_attr a = attr;
-    CXIT_CHECK(fi_cq_open(domain, &a, cq_.out(), nullptr));
+    // A context of its own: fi_poll and wait sets report members by context.
+    CXIT_CHECK(fi_cq_open(domain, &a, cq_.out(), this));
     std::lock_guard<std::mutex> lk(registry_mutex());
     registry().push_back(this);
 }
@@ -359,8 +360,8 @@ Endpoint::Endpoint(fid_domain *domain, const fi_info *info, const EpOptions &o)
         fi_cntr_attr cattr{};
         cattr.events = FI_CNTR_EVENTS_COMP;
         cattr.wait_obj = FI_WAIT_UNSPEC;
-        CXIT_CHECK(fi_cntr_open(domain, &cattr, scntr_.out(), nullptr));
-        CXIT_CHECK(fi_cntr_open(domain, &cattr, rcntr_.out(), nullptr));
+        CXIT_CHECK(fi_cntr_open(domain, &cattr, scntr_.out(), &scntr_));
+        CXIT_CHECK(fi_cntr_open(domain, &cattr, rcntr_.out(), &rcntr_));
     }
 
     CXIT_CHECK(fi_endpoint(domain, info_.get(), ep_.out(), nullptr));
