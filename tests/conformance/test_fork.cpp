@@ -3,6 +3,7 @@
 // NIC's back) unless CXI_FORK_SAFE / CXI_FORK_SAFE_HP keep those buffers out of the
 // child. A soft NIC pins nothing: whatever the child does with its copies, the parent's
 // transfers stay correct, with the variables set (the fork_safe. registration) or not.
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,17 +14,36 @@
 
 using namespace cxit;
 
-namespace {
-bool g_forked_child = false;
-}
+// The child leaves the ordinary way (exit handlers, libfabric's own cleanup) so that the
+// parent's transfers are seen to survive it, except under AddressSanitizer: GCC 12's
+// runtime takes no allocator locks around fork(), so a child forked while the offload
+// helper was allocating can deadlock in the frees its exit handlers make.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kChildRunsExitHandlers = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kChildRunsExitHandlers = false;
+#else
+constexpr bool kChildRunsExitHandlers = true;
+#endif
+#else
+constexpr bool kChildRunsExitHandlers = true;
+#endif
 
-// LeakSanitizer's hook: no leak check at the child's exit. The parent's other threads (the
-// offload helper) are not in the child, so what only their stacks point to looks leaked.
-extern "C" __attribute__((visibility("default"))) int __lsan_is_turned_off() {
-    return g_forked_child;
-}
-
 namespace {
+
+// waitpid with a limit: a child stuck in its exit is killed and reported, not waited on.
+bool reap_within(pid_t child, int seconds, int &status) {
+    for (int i = 0; i < seconds * 100; i++) {
+        pid_t r = waitpid(child, &status, WNOHANG);
+        if (r == child) return true;
+        if (r < 0) return false;
+        usleep(10000);
+    }
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    return false;
+}
 
 class ForkTest : public OneSidedTest {};
 
@@ -42,11 +62,11 @@ TEST_P(ForkTest, ChildTouchingRegisteredBuffersLeavesTheParentsTransfersIntact) 
         if (round == 4) {  // a write in flight when the child is made
             child = fork();
             ASSERT_GE(child, 0);
-            if (child == 0) {  // scribble over its copies, then leave the ordinary way
-                g_forked_child = true;
+            if (child == 0) {  // scribble over its copies, then leave
                 std::memset(src.data(), 0xAB, kLen);
                 std::memset(target_.data(), 0xCD, kLen);
-                std::exit(0);
+                if (kChildRunsExitHandlers) std::exit(0);
+                _exit(0);
             }
         }
         wait_comp(p.a->tx(), &ctx, "write");
@@ -56,7 +76,7 @@ TEST_P(ForkTest, ChildTouchingRegisteredBuffersLeavesTheParentsTransfersIntact) 
         EXPECT_EQ(0, std::memcmp(back.data(), src.data(), kLen)) << "round " << round;
     }
     int status = 0;
-    ASSERT_EQ(child, waitpid(child, &status, 0));
+    ASSERT_TRUE(reap_within(child, 20, status)) << "the child did not leave within 20 s";
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
     // The child's exit (libfabric's cleanup ran in it) took nothing from the parent.
     std::fill(src.begin(), src.end(), 0x5A);
