@@ -14,32 +14,33 @@ namespace softnic::cxi {
 
 // The element travels from the operation itself, so the caller may reuse its buffers
 // as soon as the call returns (the result buffer excepted).
-void Context::stage_amo(TxOp *op) {
+void OneSided::stage_amo(TxOp *op) {
     size_t n = op->a.len;
     if (op->a.buf)
         std::memcpy(op->inline_data, op->a.buf, n);
     else
         std::memset(op->inline_data, 0, n);  // FI_ATOMIC_READ needs no operand
-    if (op->a.compare) std::memcpy(op->inline_data + n, op->a.compare, n);
+    if (op->a.amo.compare) std::memcpy(op->inline_data + n, op->a.amo.compare, n);
     op->a.buf = op->inline_data;
-    op->a.compare = op->a.compare ? op->inline_data + n : nullptr;
+    op->a.amo.compare = op->a.amo.compare ? op->inline_data + n : nullptr;
 }
 
-bool Context::pump_amo(TxOp *op) {
-    if (op->hdr_sent) return true;
-    WireHdr h = wire_hdr(Pkt::kAtomic, vni_of(op->link), pid_, domain_.nic().addr);
+bool OneSided::pump_amo(TxOp *op) {
+    if (op->eager.hdr_sent) return true;
+    WireHdr h =
+        wire_hdr(Pkt::kAtomic, ctx_.links().vni_of(op->link), ctx_.pid(), domain_.nic().addr);
     h.cookie = op->cookie;
-    h.tag = op->a.rkey;
-    h.rdzv_addr = op->a.raddr;
+    h.tag = op->a.rma.key;
+    h.rdzv_addr = op->a.rma.addr;
     h.msg_len = op->a.len;
-    h.cq_data = op->a.amo_op | uint64_t(op->a.amo_dt) << 8;
-    h.flags =
-        (op->a.kind == OpKind::kFetchAtomic ? kWFetch : 0) | (op->a.restricted ? kWRestricted : 0);
-    size_t n = op->a.len * (op->a.compare ? 2 : 1);
+    h.cq_data = op->a.amo.op | uint64_t(op->a.amo.dt) << 8;
+    h.flags = (op->a.kind == OpKind::kFetchAtomic ? kWFetch : 0) |
+              (op->a.rma.restricted ? kWRestricted : 0);
+    size_t n = op->a.len * (op->a.amo.compare ? 2 : 1);
     h.payload = static_cast<uint32_t>(n);
     iovec iov{op->inline_data, n};
     if (!op->link->send(&h, sizeof(h), &iov, 1)) return false;
-    op->hdr_sent = true;
+    op->eager.hdr_sent = true;
     return true;
 }
 
@@ -63,7 +64,7 @@ uint64_t access_for(AmoKind kind, int op) {
 
 }  // namespace
 
-void Context::on_atomic(const WireHdr &h, const uint8_t *payload) {
+void OneSided::on_atomic(const WireHdr &h, const uint8_t *payload) {
     AmoKind kind;
     if (!request_kind(h, kind)) {
         SN_WARN(FI_LOG_EP_DATA, "refusing malformed atomic request\n");
@@ -74,7 +75,7 @@ void Context::on_atomic(const WireHdr &h, const uint8_t *payload) {
     int op = h.cq_data & 0xff, dt = (h.cq_data >> 8) & 0xff;
     domain_.count(restricted_here(h) ? C_CNTR_IXE_RX_PTL_RESTRICTED_PKT
                                      : C_CNTR_IXE_RX_PTL_UNRESTRICTED_PKT);
-    Mr *mr = rma_target(h, access_for(kind, op));
+    Mr *mr = target_mr(h, access_for(kind, op));
     if (!mr) {
         send_reply(h, kWError);
         return;
@@ -93,23 +94,23 @@ void Context::on_atomic(const WireHdr &h, const uint8_t *payload) {
         return;
     }
     int err = 0;
-    WireHdr r = wire_hdr(Pkt::kAtomicResp, h.vni, pid_, domain_.nic().addr);
+    WireHdr r = wire_hdr(Pkt::kAtomicResp, h.vni, ctx_.pid(), domain_.nic().addr);
     r.cookie = h.cookie;
     r.msg_len = h.msg_len;
     r.payload = static_cast<uint32_t>(h.msg_len);
-    send_ctrl(link_for(h.src_nic, h.src_pid, h.vni, err), r, old);
+    ctx_.tx().send_ctrl(ctx_.links().link_for(h.src_nic, h.src_pid, h.vni, err), r, old);
 }
 
-void Context::on_atomic_resp(const WireHdr &h, const uint8_t *payload) {
-    TxOp *op = tx_by_cookie(h.cookie);
-    if (!op || op->a.kind != OpKind::kFetchAtomic || op->done_seen || h.payload != op->a.len ||
-        (h.flags & kWError)) {
+void OneSided::on_atomic_resp(const WireHdr &h, const uint8_t *payload) {
+    TxOp *op = ctx_.tx().by_cookie(h.cookie);
+    if (!op || op->a.kind != OpKind::kFetchAtomic || op->eager.done_seen ||
+        h.payload != op->a.len || (h.flags & kWError)) {
         SN_DBG(FI_LOG_EP_DATA, "dropping an atomic's value for no atomic in progress\n");
         domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
         return;
     }
-    std::memcpy(op->a.result, payload, h.payload);
-    on_done(h);
+    std::memcpy(op->a.amo.result, payload, h.payload);
+    ctx_.tx().on_done(h);
 }
 
 }  // namespace softnic::cxi

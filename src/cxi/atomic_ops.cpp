@@ -116,13 +116,13 @@ ssize_t do_amo(fid_ep *ep, const Amo &m, bool inject_call = false) {
     SendArgs a{m.buf,      amo::datatype_size(m.dt), m.peer, 0, 0, m.context, m.flags, false,
                inject_call};
     a.kind = m.kind == AmoKind::kWrite ? OpKind::kAtomic : OpKind::kFetchAtomic;
-    a.rkey = m.key;
-    a.raddr = m.addr;
-    a.compare = m.compare;
-    a.result = m.result;
-    a.amo_op = static_cast<uint8_t>(m.op);
-    a.amo_dt = static_cast<uint8_t>(m.dt);
-    a.restricted = m.flags & FI_CXI_UNRELIABLE;
+    a.rma.key = m.key;
+    a.rma.addr = m.addr;
+    a.amo.compare = m.compare;
+    a.amo.result = m.result;
+    a.amo.op = static_cast<uint8_t>(m.op);
+    a.amo.dt = static_cast<uint8_t>(m.dt);
+    a.rma.restricted = m.flags & FI_CXI_UNRELIABLE;
     return v->ctx->send(a);
 }
 

@@ -1,4 +1,4 @@
-// Rendezvous: the receiver pulls what did not travel eagerly, in one copy from the
+// Rendezvous, the receiver's side: it pulls what did not travel eagerly, in one copy from the
 // sender's memory when the transport can, or by asking the sender to stream it.
 #include <rdma/fi_cxi_ext.h>
 
@@ -12,29 +12,30 @@ namespace softnic::cxi {
 
 constexpr size_t kRealignMin = 64 * 1024;
 
-// A control packet, with at most 16 payload bytes (`data`).
-void Context::send_ctrl(transport::Link *link, const WireHdr &h, const void *data) {
-    if (!link) return;
-    iovec iov{const_cast<void *>(data), h.payload};
-    if (ctrl_backlog_.empty() && link->send(&h, sizeof(h), &iov, h.payload ? 1 : 0)) return;
-    CtrlPkt &c = ctrl_backlog_.emplace_back(CtrlPkt{link, h, {}});  // retried by progress
-    if (h.payload && data) std::memcpy(c.data, data, std::min<size_t>(h.payload, sizeof(c.data)));
+// The link back to a message's sender (null when it is gone), and a header for it.
+transport::Link *RxEngine::link_back(RxMsg *m) {
+    int err = 0;
+    PeerLinks &links = ctx_.links();
+    if (!m->src_link)
+        m->src_link = links.link_for(m->src_nic, m->src_pid, links.key_vni(m->src_key), err);
+    return m->src_link;
 }
 
-void Context::send_done(RxMsg *m, uint16_t flags) {
-    int err = 0;
-    if (!m->src_link) m->src_link = link_for(m->src_nic, m->src_pid, key_vni(m->src_key), err);
-    WireHdr h = wire_hdr(Pkt::kDone, key_vni(m->src_key), pid_, domain_.nic().addr);
+WireHdr RxEngine::reply_hdr(const RxMsg *m, Pkt type) const {
+    return wire_hdr(type, ctx_.links().key_vni(m->src_key), ctx_.pid(), domain_.nic().addr);
+}
+
+void RxEngine::send_done(RxMsg *m, uint16_t flags) {
+    link_back(m);
+    WireHdr h = reply_hdr(m, Pkt::kDone);
     h.flags = flags;
     h.cookie = m->cookie;
     h.msg_len = m->want;
-    send_ctrl(m->src_link, h);
+    ctx_.tx().send_ctrl(m->src_link, h);
 }
 
-void Context::start_pull(RxMsg *m) {
-    int err = 0;
-    if (!m->src_link) m->src_link = link_for(m->src_nic, m->src_pid, key_vni(m->src_key), err);
-    if (!m->src_link) {
+void RxEngine::start_pull(RxMsg *m) {
+    if (!link_back(m)) {
         complete_rx(m, FI_EIO);  // the sender is gone
         return;
     }
@@ -59,28 +60,16 @@ void Context::start_pull(RxMsg *m) {
     m->pulling = true;
     m->dst_cap = m->want;
     inbound_[InKey{m->src_key | kPulledKey, m->cookie}] = m;
-    WireHdr h = wire_hdr(Pkt::kGetReq, key_vni(m->src_key), pid_, domain_.nic().addr);
+    WireHdr h = reply_hdr(m, Pkt::kGetReq);
     h.cookie = m->cookie;
     h.offset = from;
     h.msg_len = n;
-    send_ctrl(m->src_link, h);
+    ctx_.tx().send_ctrl(m->src_link, h);
 }
 
-void Context::on_get_req(const WireHdr &h) {
-    TxOp *op = tx_by_cookie(h.cookie);
-    if (!op || !op->rdzv || h.offset > op->a.len || h.msg_len > op->a.len - h.offset) {
-        SN_WARN(FI_LOG_EP_DATA, "dropping invalid rendezvous request\n");
-        domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
-        return;
-    }
-    op->stream_off = h.offset;
-    op->stream_end = h.offset + h.msg_len;
-    if (!op->pending) {
-        op->pending = true;
-        pending_.push_back(op);
-        pending_count_++;
-    }
-    if (!holding_more_) pump_pending();
+void RxEngine::fail_msg(RxMsg *m, int err) {
+    send_done(m, kWError);
+    complete_rx(m, err);
 }
 
 }  // namespace softnic::cxi

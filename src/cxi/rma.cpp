@@ -1,7 +1,5 @@
-// One-sided operations over the packet protocol, both sides: the initiator's packets
-// (pump_rma), and the target's handling of writes and reads against its MR table.
-// The target's progress serves them; the offload helper does so while the target
-// application is away.
+// RMA over the packet protocol, both sides: the initiator's packets (pump_rma), and the
+// target's handling of writes and reads against its domain's MR table.
 #include <rdma/fi_cxi_ext.h>
 
 #include <cstring>
@@ -12,34 +10,42 @@
 
 namespace softnic::cxi {
 
+OneSided::OneSided(Context &ctx) : ctx_(ctx), domain_(ctx.domain()) {}
+
+// A restricted packet stays one here only if this target needs no events (FI_RMA_EVENT,
+// counting events): an initiator with client keys cannot know, the hardware can.
+bool OneSided::restricted_here(const WireHdr &h) const {
+    return (h.flags & kWRestricted) && !(ctx_.caps() & FI_RMA_EVENT);
+}
+
 // Queue as many packets of a one-sided operation as the peer accepts; true when done.
-bool Context::pump_rma(TxOp *op) {
+bool OneSided::pump_rma(TxOp *op) {
     transport::Link *link = op->link;
     const size_t room = link->max_packet() - sizeof(WireHdr);
     const auto *base = static_cast<const uint8_t *>(op->a.buf);
-    WireHdr h = wire_hdr(Pkt::kRmaWrite, vni_of(link), pid_, domain_.nic().addr);
+    WireHdr h = wire_hdr(Pkt::kRmaWrite, ctx_.links().vni_of(link), ctx_.pid(), domain_.nic().addr);
     h.cookie = op->cookie;
-    h.tag = op->a.rkey;
-    h.rdzv_addr = op->a.raddr;
+    h.tag = op->a.rma.key;
+    h.rdzv_addr = op->a.rma.addr;
     h.msg_len = op->a.len;
-    h.flags = op->a.restricted ? kWRestricted : 0;
+    h.flags = op->a.rma.restricted ? kWRestricted : 0;
     if (op->a.flags & FI_REMOTE_CQ_DATA) {
         h.flags |= kWCqData;
         h.cq_data = op->a.data;
     }
-    size_t *done = &op->sent, end = op->a.len;
+    size_t *done = &op->eager.sent, end = op->a.len;
     switch (op->a.kind) {
         case OpKind::kRead:
-            if (op->hdr_sent) return true;
+            if (op->eager.hdr_sent) return true;
             h.type = static_cast<uint8_t>(Pkt::kRmaReadReq);
             if (!link->send(&h, sizeof(h), nullptr, 0)) return false;
-            op->hdr_sent = true;
+            op->eager.hdr_sent = true;
             return true;
         case OpKind::kReadResp:  // the data of the initiator's read, from our MR
             h.type = static_cast<uint8_t>(Pkt::kRmaReadResp);
             h.cookie = op->peer_cookie;
-            done = &op->stream_off;
-            end = op->stream_end;
+            done = &op->stream.off;
+            end = op->stream.end;
             break;
         default:
             break;
@@ -48,7 +54,7 @@ bool Context::pump_rma(TxOp *op) {
     // comes after every packet was acknowledged (on_done checks stream_token): the
     // transport may send from it without a copy. Inject data lives in the operation.
     const bool stable = op->a.kind == OpKind::kWrite && base != op->inline_data;
-    while (!op->hdr_sent || *done < end) {  // a zero-length operation still sends one packet
+    while (!op->eager.hdr_sent || *done < end) {  // a zero-length operation still sends one packet
         size_t n = std::min(room, end - *done);
         h.offset = *done;
         h.payload = static_cast<uint32_t>(n);
@@ -57,8 +63,8 @@ bool Context::pump_rma(TxOp *op) {
         bool ok = stable && n ? link->send_stable(&h, sizeof(h), base + *done, n, more)
                               : link->send(&h, sizeof(h), &iov, n ? 1 : 0, more);
         if (!ok) return false;
-        if (stable) op->stream_token = link->last_token();
-        op->hdr_sent = true;
+        if (stable) op->stream.token = link->last_token();
+        op->eager.hdr_sent = true;
         *done += n;
     }
     return true;
@@ -66,7 +72,7 @@ bool Context::pump_rma(TxOp *op) {
 
 // The MR a remote operation names, with a reference held, when the key exists and
 // access and bounds allow [rdzv_addr, rdzv_addr + msg_len); null otherwise.
-Mr *Context::rma_target(const WireHdr &h, uint64_t access) {
+Mr *OneSided::target_mr(const WireHdr &h, uint64_t access) {
     Mr *mr = domain_.mrs().acquire(h.tag);
     if (!mr) {
         SN_DBG(FI_LOG_EP_DATA, "remote access with unknown key 0x%lx\n", h.tag);
@@ -83,28 +89,28 @@ Mr *Context::rma_target(const WireHdr &h, uint64_t access) {
 }
 
 // kDone to the initiator of `req`: its operation is over (kWError: it failed here).
-void Context::send_reply(const WireHdr &req, uint16_t flags) {
+void OneSided::send_reply(const WireHdr &req, uint16_t flags) {
     int err = 0;
-    transport::Link *link = link_for(req.src_nic, req.src_pid, req.vni, err);
-    WireHdr h = wire_hdr(Pkt::kDone, req.vni, pid_, domain_.nic().addr);
+    transport::Link *link = ctx_.links().link_for(req.src_nic, req.src_pid, req.vni, err);
+    WireHdr h = wire_hdr(Pkt::kDone, req.vni, ctx_.pid(), domain_.nic().addr);
     h.flags = flags;
     h.cookie = req.cookie;
     h.msg_len = req.msg_len;
-    send_ctrl(link, h);
+    ctx_.tx().send_ctrl(link, h);
 }
 
 // FI_RMA_EVENT: a remote operation that succeeded here counts on the endpoint's
 // FI_REMOTE_WRITE / FI_REMOTE_READ counter and, for writes, on the MR's counter.
-void Context::count_remote(Mr *mr, bool write) {
-    if (!(caps_ & FI_RMA_EVENT)) return;
-    if (Cntr *c = write ? rx_.write_cntr : rx_.read_cntr) c->inc();
+void OneSided::count_remote(Mr *mr, bool write) {
+    if (!(ctx_.caps() & FI_RMA_EVENT)) return;
+    if (Cntr *c = write ? ctx_.rx_bind().write_cntr : ctx_.rx_bind().read_cntr) c->inc();
     if (!write) return;
     if (Cntr *c = mr->event_cntr()) c->inc();
 }
 
 // The emulated NIC's telemetry for a remote write (spec §6.5): restricted writes hit
 // the optimized-MR cache; the others are ordinary list-entry operations.
-void Context::count_write(const WireHdr &h, bool ok) {
+void OneSided::count_write(const WireHdr &h, bool ok) {
     if (restricted_here(h)) {
         domain_.count(C_CNTR_IXE_RX_PTL_RESTRICTED_PKT);
         domain_.count(C_CNTR_LPE_PLEC_HITS);
@@ -115,22 +121,23 @@ void Context::count_write(const WireHdr &h, bool ok) {
 }
 
 // fi_writedata: the target's receive CQ reports the write, with the MR's context.
-void Context::report_write(const WireHdr &h, Mr *mr) {
-    if (!rx_.cq) return;
+void OneSided::report_write(const WireHdr &h, Mr *mr) {
+    if (!ctx_.rx_bind().cq) return;
     bool known = false;
-    fi_addr_t src = source_of(source_key(h), known);
+    fi_addr_t src = ctx_.rx().source_of(ctx_.links().source_key(h), known);
     auto *buf = static_cast<uint8_t *>(const_cast<void *>(mr->base())) + h.rdzv_addr;
-    rx_.cq->push(Completion{mr->fid()->fid.context, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
-                            h.msg_len, buf, h.cq_data, 0, src});
+    ctx_.rx_bind().cq->push(Completion{mr->fid()->fid.context,
+                                       FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA, h.msg_len, buf,
+                                       h.cq_data, 0, src});
 }
 
-void Context::on_rma_write(const WireHdr &h, const uint8_t *payload) {
+void OneSided::on_write(const WireHdr &h, const uint8_t *payload) {
     if (h.offset > h.msg_len || h.payload > h.msg_len - h.offset) {
         SN_WARN(FI_LOG_EP_DATA, "dropping malformed remote write\n");
         domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
         return;
     }
-    Mr *mr = rma_target(h, FI_REMOTE_WRITE);
+    Mr *mr = target_mr(h, FI_REMOTE_WRITE);
     bool last = h.offset + h.payload == h.msg_len;
     if (last) count_write(h, mr != nullptr);
     if (mr) {
@@ -144,21 +151,22 @@ void Context::on_rma_write(const WireHdr &h, const uint8_t *payload) {
 }
 
 // False when no operation is free to answer with: the transport holds the request.
-bool Context::on_rma_read_req(const WireHdr &h) {
+bool OneSided::on_read_req(const WireHdr &h) {
     int err = 0;
-    transport::Link *link =
-        h.msg_len <= kMaxMsgSize ? link_for(h.src_nic, h.src_pid, h.vni, err) : nullptr;
+    transport::Link *link = h.msg_len <= kMaxMsgSize
+                                ? ctx_.links().link_for(h.src_nic, h.src_pid, h.vni, err)
+                                : nullptr;
     if (!link) {
         SN_WARN(FI_LOG_EP_DATA, "dropping invalid remote read request\n");
         domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
         return true;
     }
-    Mr *mr = rma_target(h, FI_REMOTE_READ);
+    Mr *mr = target_mr(h, FI_REMOTE_READ);
     if (!mr) {
         send_reply(h, kWError);
         return true;
     }
-    TxOp *op = alloc_tx();
+    TxOp *op = ctx_.tx().alloc();
     if (!op) {
         mr->refs().put();
         return false;
@@ -170,18 +178,15 @@ bool Context::on_rma_read_req(const WireHdr &h) {
     op->link = link;
     op->peer_cookie = h.cookie;
     op->pinned = mr;
-    op->stream_end = h.msg_len;
-    op->pending = true;
-    pending_.push_back(op);
-    pending_count_++;
-    if (!holding_more_) pump_pending();
-    work_hint_.store(true, std::memory_order_relaxed);
+    op->stream.end = h.msg_len;
+    ctx_.tx().submit(op);
+    ctx_.note_work();
     return true;
 }
 
-void Context::on_rma_read_resp(const WireHdr &h, const uint8_t *payload) {
-    TxOp *op = tx_by_cookie(h.cookie);
-    if (!op || op->a.kind != OpKind::kRead || op->done_seen || h.offset > op->a.len ||
+void OneSided::on_read_resp(const WireHdr &h, const uint8_t *payload) {
+    TxOp *op = ctx_.tx().by_cookie(h.cookie);
+    if (!op || op->a.kind != OpKind::kRead || op->eager.done_seen || h.offset > op->a.len ||
         h.payload > op->a.len - h.offset) {
         SN_DBG(FI_LOG_EP_DATA, "dropping read data for no read in progress\n");
         domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
@@ -191,8 +196,8 @@ void Context::on_rma_read_resp(const WireHdr &h, const uint8_t *payload) {
     if (h.payload) std::memcpy(dst + h.offset, payload, h.payload);
     op->read_got += h.payload;
     if (op->read_got < op->a.len) return;
-    op->done_seen = true;
-    if (!op->pending && !op->awaiting_ack) complete_tx(op, 0, 0);
+    op->eager.done_seen = true;
+    if (!op->pending && !op->ack.awaiting) ctx_.tx().complete(op, 0, 0);
 }
 
 }  // namespace softnic::cxi

@@ -76,15 +76,15 @@ ssize_t do_rma(fid_ep *ep, OpKind kind, const Rma &r, bool inject_call = false) 
     }
     SendArgs a{r.buf, r.len, r.peer, 0, r.data, r.context, r.flags, false, inject_call};
     a.kind = w ? OpKind::kWrite : OpKind::kRead;
-    a.rkey = r.key;
-    a.raddr = r.addr;
+    a.rma.key = r.key;
+    a.rma.addr = r.addr;
     // Writes to optimized keys take the restricted path unless the target needs events.
     // (Our packets to one peer stay in order, so WAW ordering does not rule it out.)
     // fi_cxi(7) "Optimized RMA": an optimized MR, no remote completion notification, no
     // write-after-write ordering asked for (and no CQ data, which needs the full format).
     bool optimized = v->ep->domain().optimized_key(r.key);
     bool ordered = v->msg_order & (FI_ORDER_WAW | FI_ORDER_RMA_WAW);
-    a.restricted =
+    a.rma.restricted =
         w && optimized && !v->ep->remote_events() && !ordered && !(r.flags & FI_REMOTE_CQ_DATA);
     return v->ctx->send(a);
 }

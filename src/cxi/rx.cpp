@@ -1,5 +1,5 @@
-// Receive engine: matching against posted receives (FIFO, tagged and untagged apart),
-// unexpected messages, multi-receive buffers, truncation and RX completions.
+// Receive engine, arrival side: matching against posted receives (FIFO, tagged and
+// untagged apart), multi-receive buffers, truncation and receive completions.
 #include <rdma/fi_cxi_ext.h>
 
 #include <cstring>
@@ -20,27 +20,33 @@ bool header_sane(const WireHdr &h) {
 
 }  // namespace
 
-// The sender's fi_addr, through a small cache that the AV's generation invalidates.
-fi_addr_t Context::source_of(uint64_t key, bool &known) {
-    if (!av_) {
+bool RxMsg::tagged() const {
+    return wflags & kWTagged;
+}
+
+RxEngine::RxEngine(Context &ctx) : ctx_(ctx), domain_(ctx.domain()) {}
+
+fi_addr_t RxEngine::source_of(uint64_t key, bool &known) {
+    Av *av = ctx_.av();
+    if (!av) {
         known = false;
         return FI_ADDR_NOTAVAIL;
     }
     SrcCacheEntry &c = src_cache_[(key * 0x9e3779b97f4a7c15ULL) >> 58];
-    uint64_t gen = av_->generation();
-    if (c.key != key || c.gen != gen) c = SrcCacheEntry{key, gen, av_->reverse(key)};
+    uint64_t gen = av->generation();
+    if (c.key != key || c.gen != gen) c = SrcCacheEntry{key, gen, av->reverse(key)};
     known = c.addr != FI_ADDR_NOTAVAIL;
     return c.addr;
 }
 
-bool Context::recv_matches(const RecvOp &r, bool tagged, uint64_t tag, fi_addr_t src) const {
+bool RxEngine::recv_matches(const RecvOp &r, bool tagged, uint64_t tag, fi_addr_t src) const {
     if (r.tagged != tagged) return false;
     if (tagged && ((r.tag ^ tag) & ~r.ignore & kTagMask)) return false;
-    if ((caps_ & FI_DIRECTED_RECV) && r.src != FI_ADDR_UNSPEC && r.src != src) return false;
+    if ((ctx_.caps() & FI_DIRECTED_RECV) && r.src != FI_ADDR_UNSPEC && r.src != src) return false;
     return true;
 }
 
-RecvOp *Context::match_posted(const WireHdr &h, fi_addr_t src) {
+RecvOp *RxEngine::match_posted(const WireHdr &h, fi_addr_t src) {
     bool tagged = h.flags & kWTagged;
     List<RecvOp> &list = posted_[tagged];
     for (RecvOp *op = list.head; op; op = op->next)
@@ -50,7 +56,7 @@ RecvOp *Context::match_posted(const WireHdr &h, fi_addr_t src) {
 
 // Point the message at the receive buffer (or the next slice of a multi-receive buffer).
 // Non-multi receives are unlinked from the posted list here.
-void Context::bind_receive(RxMsg *m, RecvOp *op, bool listed) {
+void RxEngine::bind_receive(RxMsg *m, RecvOp *op, bool listed) {
     m->op = op;
     uint8_t *dst = op->buf;
     size_t cap = op->len;
@@ -72,18 +78,18 @@ void Context::bind_receive(RxMsg *m, RecvOp *op, bool listed) {
     m->pull_from = m->eager_len;
 }
 
-void Context::place(RxMsg *m, size_t offset, const uint8_t *data, size_t n) {
+void RxEngine::place(RxMsg *m, size_t offset, const uint8_t *data, size_t n) {
     if (offset >= m->dst_cap || !n) return;
     std::memcpy(m->dst + offset, data, std::min(n, m->dst_cap - offset));
 }
 
-bool Context::on_msg(const WireHdr &h, const uint8_t *payload) {
+bool RxEngine::on_msg(const WireHdr &h, const uint8_t *payload) {
     if (!header_sane(h)) {
         SN_WARN(FI_LOG_EP_DATA, "dropping message with inconsistent lengths\n");
         domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
         return true;
     }
-    const uint64_t key = source_key(h);
+    const uint64_t key = ctx_.links().source_key(h);
     bool known = false;
     fi_addr_t src = source_of(key, known);
     RecvOp *op = match_posted(h, src);
@@ -97,7 +103,7 @@ bool Context::on_msg(const WireHdr &h, const uint8_t *payload) {
         complete_rx(&local, 0, false);
         return true;
     }
-    RxMsg *m = alloc_msg();
+    RxMsg *m = msgs_.take();
     *m = RxMsg{key,       h.src_nic, h.src_pid,   src,     known,     h.tag,
                h.cq_data, h.cookie,  h.rdzv_addr, h.flags, h.msg_len, h.eager_len};
     if (op) {
@@ -125,8 +131,8 @@ bool Context::on_msg(const WireHdr &h, const uint8_t *payload) {
     return true;
 }
 
-void Context::on_data(const WireHdr &h, const uint8_t *payload) {
-    uint64_t key = source_key(h);
+void RxEngine::on_data(const WireHdr &h, const uint8_t *payload) {
+    uint64_t key = ctx_.links().source_key(h);
     bool pulled = h.flags & kWPulled;
     auto it = inbound_.find(InKey{pulled ? key | kPulledKey : key, h.cookie});
     if (it == inbound_.end()) {
@@ -161,7 +167,7 @@ void Context::on_data(const WireHdr &h, const uint8_t *payload) {
 }
 
 // All eager bytes are in: complete, pull the rest, or wait in the unexpected list.
-void Context::finish_eager(RxMsg *m) {
+void RxEngine::finish_eager(RxMsg *m) {
     if (!m->op) return;
     if ((m->wflags & kWRdzv) && m->want > m->pull_from) {
         start_pull(m);
@@ -171,20 +177,20 @@ void Context::finish_eager(RxMsg *m) {
     complete_rx(m, 0);
 }
 
-void Context::complete_rx(RxMsg *m, int err, bool pooled) {
+void RxEngine::complete_rx(RxMsg *m, int err, bool pooled) {
     RecvOp *op = m->op;
     const bool discard = op->flags & FI_DISCARD;  // no bytes wanted, none lost
     size_t olen = discard ? 0 : m->msg_len - m->want;
     // FI_CXI_TRUNC_OK on an RNR endpoint: truncation is a success, flagged FI_CXI_TRUNC.
-    const bool trunc_ok = rnr_ && env().trunc_ok && !err && olen;
+    const bool trunc_ok = ctx_.rnr() && env().trunc_ok && !err && olen;
     if (!err && olen && !trunc_ok) err = FI_ETRUNC;
     uint8_t *buf = (op->flags & FI_MULTI_RECV) ? m->dst : nullptr;
     complete_recv(op, discard ? m->msg_len : m->want, m, buf, err, olen, trunc_ok);
     if (pooled) free_msg(m);
 }
 
-void Context::complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *buf, int err,
-                            size_t olen, bool truncated) {
+void RxEngine::complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *buf, int err,
+                             size_t olen, bool truncated) {
     bool multi = op->flags & FI_MULTI_RECV;
     bool last = true;
     if (multi) {
@@ -197,17 +203,18 @@ void Context::complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *buf
     if (truncated) flags |= FI_CXI_TRUNC;
     fi_addr_t src = m ? m->src_addr : FI_ADDR_NOTAVAIL;
     CxiAddr peer{};
-    if (m && !err && !m->src_known && (caps_ & FI_SOURCE_ERR)) {
+    if (m && !err && !m->src_known && (ctx_.caps() & FI_SOURCE_ERR)) {
         err = FI_EADDRNOTAVAIL;
         peer = make_addr(m->src_nic, m->src_pid);
     }
-    Cntr *cntr = op->triggered ? op->trig_cntr : rx_.cntr;
+    Cntr *cntr = op->triggered ? op->trig_cntr : ctx_.rx_bind().cntr;
     if (!err) {
         if (cntr) cntr->inc(cntr->counts_bytes() ? len : 1);
-        bool wanted = !rx_.selective || (op->flags & FI_COMPLETION);
-        if (rx_.cq && (wanted || (flags & FI_MULTI_RECV)))
-            rx_.cq->push(Completion{op->context, wanted ? flags : FI_MULTI_RECV, wanted ? len : 0,
-                                    buf, m ? m->data : 0, op->tagged && m ? m->tag : 0, src});
+        bool wanted = !ctx_.rx_bind().selective || (op->flags & FI_COMPLETION);
+        if (ctx_.rx_bind().cq && (wanted || (flags & FI_MULTI_RECV)))
+            ctx_.rx_bind().cq->push(Completion{op->context, wanted ? flags : FI_MULTI_RECV,
+                                               wanted ? len : 0, buf, m ? m->data : 0,
+                                               op->tagged && m ? m->tag : 0, src});
     } else {
         if (cntr) cntr->inc_err();
         ErrorCompletion e;
@@ -217,46 +224,23 @@ void Context::complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *buf
         if (err == FI_EADDRNOTAVAIL)
             e.err_data.assign(reinterpret_cast<uint8_t *>(&peer),
                               reinterpret_cast<uint8_t *>(&peer) + addr_len(domain_.api_version()));
-        if (rx_.cq) rx_.cq->push_error(e);
+        if (ctx_.rx_bind().cq) ctx_.rx_bind().cq->push_error(e);
     }
-    if (last) release_recv(op);
+    if (last) recvs_.give(op);
 }
 
-RxMsg *Context::match_unexpected(const RecvArgs &a, bool skip_claimed) {
-    RecvOp probe{};
-    probe.tagged = a.tagged;
-    probe.tag = a.tag;
-    probe.ignore = a.ignore;
-    probe.src = a.src;
-    for (RxMsg *m = unexpected_[a.tagged].head; m; m = m->next) {
-        if (skip_claimed && m->claimed) continue;
-        // A message that came before its sender was in the AV (an MPI peer that finished
-        // its wire-up first) has a source once the address is inserted.
-        if (!m->src_known) m->src_addr = source_of(m->src_key, m->src_known);
-        if (recv_matches(probe, m->tagged(), m->tag, m->src_addr)) return m;
-    }
-    return nullptr;
-}
-
-// A receive found its message among the unexpected ones.
-void Context::take_unexpected(RxMsg *m, RecvOp *op) {
-    unexpected_[m->tagged()].remove(m);
-    uint8_t *ux = m->ux_buf;
-    size_t kept = std::min(m->got, m->ux_cap);
-    bool arriving = !m->eager_done();
-    bind_receive(m, op, false);  // multi-receive buffers stay listed until full
-    if (m->want && kept) std::memcpy(m->dst, ux, std::min(kept, m->want));
-    m->pull_from = (m->wflags & kWWhole) ? 0 : m->eager_len;
-    if (arriving) {  // the rest of the eager bytes now go straight to the receive buffer
-        m->dst_cap = std::min(m->want, m->eager_len);
-        return;
-    }
-    finish_eager(m);
-}
-
-void Context::fail_msg(RxMsg *m, int err) {
-    send_done(m, kWError);
-    complete_rx(m, err);
+// FI_PROTO_CXI_RNR, the receiver's half: true when the message was refused (no posted
+// receive, and its sender retries: TxEngine::rnr_backoff). A sender that does not retry
+// still gets its message kept as unexpected.
+bool RxEngine::rnr_refuse(const WireHdr &h) {
+    if (!ctx_.rnr() || !(h.flags & kWRnrOk)) return false;
+    int err = 0;
+    transport::Link *link = ctx_.links().link_for(h.src_nic, h.src_pid, h.vni, err);
+    WireHdr d = wire_hdr(Pkt::kDone, h.vni, ctx_.pid(), domain_.nic().addr);
+    d.flags = kWError | kWRnr;
+    d.cookie = h.cookie;
+    ctx_.tx().send_ctrl(link, d);
+    return true;
 }
 
 }  // namespace softnic::cxi

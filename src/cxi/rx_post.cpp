@@ -1,5 +1,5 @@
-// Posting receives: FI_MORE batching, unexpected-list search, multi-receive, PEEK/CLAIM,
-// cancel and the unexpected-list snapshot of the domain extension.
+// Receive engine, posting side: FI_MORE batching, unexpected-list search, multi-receive,
+// PEEK/CLAIM, cancel and the unexpected-list snapshot of the domain extension.
 #include <algorithm>
 #include <cstring>
 
@@ -27,24 +27,22 @@ RecvOp make_recv(const RecvArgs &a) {
 
 }  // namespace
 
-ssize_t Context::recv(const RecvArgs &a) {
-    TriggeredIssue t = take_triggered_issue();
-    SpinGuard g(lock_);
+ssize_t RxEngine::recv(const RecvArgs &a, Cntr *trig_cntr, bool triggered) {
     if (a.flags & FI_CLAIM) {  // the message a PEEK|CLAIM reserved for this context
         RxMsg *m = unexpected_[a.tagged].head;
         while (m && !(m->claimed && m->claim_ctx == a.context))
             m = m->next;
         if (!m)
             SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_CLAIM: nothing claimed by this context\n");
-        RecvOp *op = alloc_recv();
+        RecvOp *op = recvs_.take();
         *op = make_recv(a);
         take_unexpected(m, op);
         return 0;
     }
-    RecvOp *op = alloc_recv();
+    RecvOp *op = recvs_.take();
     *op = make_recv(a);
-    op->triggered = t.active;
-    op->trig_cntr = t.cntr;
+    op->triggered = triggered;
+    op->trig_cntr = trig_cntr;
     if (a.flags & FI_MORE) {  // held until an operation without FI_MORE arrives
         held_recvs_.push_back(op);
         return 0;
@@ -54,7 +52,7 @@ ssize_t Context::recv(const RecvArgs &a) {
     return 0;
 }
 
-void Context::post_held_recvs() {
+void RxEngine::post_held_recvs() {
     while (RecvOp *op = held_recvs_.head) {
         held_recvs_.remove(op);
         if (op->flags & FI_MULTI_RECV) {
@@ -80,20 +78,19 @@ void Context::post_held_recvs() {
     }
 }
 
-ssize_t Context::peek(const RecvArgs &a) {
-    SpinGuard g(lock_);
-    if (rxq_) rxq_->poll(*this, 64);  // the message may still be in the ring
+ssize_t RxEngine::peek(const RecvArgs &a) {
+    ctx_.poll_ring();  // the message may still be in the ring
     RxMsg *m = match_unexpected(a, true);
     uint64_t flags = (a.tagged ? FI_TAGGED : FI_MSG) | FI_RECV;
     if (!m) {
-        if (!rx_.cq) return 0;
+        if (!ctx_.rx_bind().cq) return 0;
         ErrorCompletion e;
         e.entry = err_entry(a.context, flags, 0, nullptr, 0, a.tag, 0, FI_ENOMSG, 0);
-        rx_.cq->push_error(e);
+        ctx_.rx_bind().cq->push_error(e);
         return 0;
     }
     if (a.flags & FI_DISCARD) {  // its completion stands for the peek's
-        RecvOp *op = alloc_recv();
+        RecvOp *op = recvs_.take();
         *op = make_recv(a);
         take_unexpected(m, op);
         return 0;
@@ -103,14 +100,13 @@ ssize_t Context::peek(const RecvArgs &a) {
         m->claim_ctx = a.context;
     }
     if (m->wflags & kWCqData) flags |= FI_REMOTE_CQ_DATA;
-    if (rx_.cq)
-        rx_.cq->push(
+    if (ctx_.rx_bind().cq)
+        ctx_.rx_bind().cq->push(
             Completion{a.context, flags, m->msg_len, nullptr, m->data, m->tag, m->src_addr});
     return 0;
 }
 
-int Context::cancel(void *context) {
-    SpinGuard g(lock_);
+int RxEngine::cancel(void *context) {
     auto try_list = [&](List<RecvOp> &list) -> RecvOp * {
         for (RecvOp *op = list.head; op; op = op->next)
             if (op->context == context) {
@@ -128,19 +124,18 @@ int Context::cancel(void *context) {
         op->unlinked = true;
         return 0;
     }
-    if (Cntr *c = op->triggered ? op->trig_cntr : rx_.cntr) c->inc_err();
+    if (Cntr *c = op->triggered ? op->trig_cntr : ctx_.rx_bind().cntr) c->inc_err();
     ErrorCompletion e;
     uint64_t flags = (op->tagged ? FI_TAGGED : FI_MSG) | FI_RECV | (multi ? FI_MULTI_RECV : 0);
     e.entry = err_entry(context, flags, 0, nullptr, 0, op->tag, 0, FI_ECANCELED, 0);
-    if (rx_.cq) rx_.cq->push_error(e);
-    release_recv(op);
+    if (ctx_.rx_bind().cq) ctx_.rx_bind().cq->push_error(e);
+    recvs_.give(op);
     return 0;
 }
 
-size_t Context::unexpected(fi_cq_tagged_entry *entries, size_t count, fi_addr_t *src,
-                           size_t *total) {
-    SpinGuard g(lock_);
-    if (rxq_) rxq_->poll(*this, 64);
+size_t RxEngine::unexpected(fi_cq_tagged_entry *entries, size_t count, fi_addr_t *src,
+                            size_t *total) {
+    ctx_.poll_ring();
     size_t n = 0, all = 0;
     for (int t = 0; t < 2; t++) {
         for (RxMsg *m = unexpected_[t].head; m; m = m->next, all++) {
