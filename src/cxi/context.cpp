@@ -145,6 +145,17 @@ void Context::peer_failed(transport::Link *link, uint32_t nic, uint32_t pid, int
     rx_.fail_inbound(nic, pid, FI_EIO);
 }
 
+// A network link learns who its peer is from the first packet (the peer may fail before
+// we ever send to it, and what it was sending must fail then).
+bool Context::deliver_from(const uint8_t *pkt, size_t len, transport::Link &from) {
+    WireHdr h;
+    if (!from.peer_key() && len >= sizeof(h)) {
+        std::memcpy(&h, pkt, sizeof(h));
+        from.set_peer_key(PeerLinks::peer_key(h.src_nic, h.src_pid, h.vni));
+    }
+    return deliver(pkt, len);
+}
+
 // Every packet from a ring or a socket: checked, then handed to the engine it is for.
 bool Context::deliver(const uint8_t *pkt, size_t len) {
     WireHdr h;

@@ -98,6 +98,7 @@ class Context : public ProgressSource,
   private:
     void progress_locked();
     bool deliver(const uint8_t *pkt, size_t len) override;
+    bool deliver_from(const uint8_t *pkt, size_t len, transport::Link &from) override;
 
     Domain &domain_;
     uint64_t caps_;

@@ -45,13 +45,11 @@ transport::shm::WindowView *Domain::window_of(transport::Link *link) {
     auto it = views_.find(link);
     if (it != views_.end()) return it->second.get();
     std::unique_ptr<transport::shm::WindowView> view;
-    for (auto &l : all_links_) {
-        if (l.get() != link) continue;
-        uint64_t att = l->attachment();
+    if (transport::BulkAccess *b = link->bulk()) {
+        uint64_t att = b->attachment();
         if ((att & kAttachValid) && !(att & kAttachEvents))
             view = transport::shm::WindowView::open(
-                transport::shm::window_name(l->owner(), uint32_t(att)), l->owner());
-        break;
+                transport::shm::window_name(b->process(), uint32_t(att)), b->process());
     }
     return (views_[link] = std::move(view)).get();
 }

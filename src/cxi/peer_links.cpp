@@ -13,7 +13,8 @@
 
 namespace softnic::cxi {
 
-PeerLinks::PeerLinks(Context &ctx, uint16_t vni) : ctx_(ctx), domain_(ctx.domain()), vni_(vni) {}
+PeerLinks::PeerLinks(Context &ctx, uint16_t vni)
+    : ctx_(ctx), domain_(ctx.domain()), vni_(vni), offload_(env().offload) {}
 
 void PeerLinks::listen_on(const std::vector<uint16_t> &vnis) {
     if (vnis.empty()) return;
@@ -23,9 +24,9 @@ void PeerLinks::listen_on(const std::vector<uint16_t> &vnis) {
         extra_.push_back(VniPort{vnis[i], nullptr, nullptr, 0});
 }
 
-bool PeerLinks::listens_on(uint16_t vni) const {
-    return vni == vni_ || std::any_of(extra_.begin(), extra_.end(),
-                                      [&](const VniPort &v) { return v.vni == vni; });
+bool PeerLinks::listens_on_extra(uint16_t vni) const {
+    return std::any_of(extra_.begin(), extra_.end(),
+                       [&](const VniPort &v) { return v.vni == vni; });
 }
 
 std::unique_ptr<transport::RxQueue> PeerLinks::open_ring(uint16_t vni, uint32_t pid, int &err) {
@@ -58,7 +59,6 @@ void PeerLinks::close() {
         v.udp.reset();
         v.rxq.reset();
     }
-    link_vni_.clear();
 }
 
 // The UDP port of (vni, pid); err = -FI_ENOSPC when another endpoint has it. Without a
@@ -102,11 +102,7 @@ void PeerLinks::poll_ring(transport::PacketSink &sink) {
     if (rxq_) rxq_->poll(sink, 64);
 }
 
-void PeerLinks::poll(transport::PacketSink &sink, unsigned tick) {
-    rxq_->poll(sink, 64);
-    // Without the offload helper nobody watches a quiet socket: look now and then.
-    if (udp_ && (udp_->wants_poll() || (!env().offload && (tick & 63) == 0)))
-        poll_udp(*udp_, sink, foreign_seen_);
+void PeerLinks::poll_extra(transport::PacketSink &sink, unsigned tick) {
     for (VniPort &v : extra_) {  // FI_AV_AUTH_KEY's other VNIs: not watched by the helper
         if (v.rxq) v.rxq->poll(sink, 64);
         if (v.udp && (v.udp->wants_poll() || (tick & 63) == 0))
@@ -126,27 +122,28 @@ void PeerLinks::poll_udp(transport::udp::UdpEndpoint &udp, transport::PacketSink
     if (!failed_links_.empty()) report_failed();
 }
 
-// Channels the transport gave up on: say why, and fail what was addressed to the peer.
+// Links the transport gave up on: say why, and fail what was addressed to the peer and
+// what it was still sending.
 void PeerLinks::report_failed() {
-    for (transport::udp::Channel *c : failed_links_) {
+    for (transport::Link *l : failed_links_) {
+        transport::LinkFailure f = l->failure();
+        uint64_t key = l->peer_key();
+        if (!(key & kKnownPeer)) continue;  // never used: nothing to fail
+        uint32_t nic = uint32_t(key >> 9) & kNicAddrMask, pid = uint32_t(key) & 511;
+        bool foreign = f.reason == transport::LinkFailure::kForeign;
         // Refused before the peer ever answered: nobody listens at that PID.
-        bool never_there =
-            c->state() == transport::udp::Channel::State::kRefused && !c->heard_from_peer();
-        uint32_t ip = ntohl(c->peer().sin_addr.s_addr);
-        uint32_t pid = (ntohs(c->peer().sin_port) - uint32_t(env().udp_port_base)) % 512;
-        bool foreign = c->state() == transport::udp::Channel::State::kForeign;
-        SN_WARN(FI_LOG_EP_DATA, "peer 0x%05x:%u %s\n", ip & kNicAddrMask, pid,
+        bool never_there = f.reason == transport::LinkFailure::kRefused && !f.peer_answered;
+        SN_WARN(FI_LOG_EP_DATA, "peer 0x%05x:%u %s\n", nic, pid,
                 foreign       ? "is on another VNI: operations fail"
                 : never_there ? "has no endpoint"
                               : "stopped answering: operations fail");
-        SN_WARN(FI_LOG_EP_DATA, "channel state: %s\n", c->describe().c_str());
-        uint32_t nic = ip & kNicAddrMask;
+        SN_WARN(FI_LOG_EP_DATA, "link state: %s\n", l->describe().c_str());
         if (foreign)  // that PID is on another VNI
-            ctx_.peer_failed(c, nic, pid, FI_ENOTCONN, C_RC_VNI_NOT_FOUND);
+            ctx_.peer_failed(l, nic, pid, FI_ENOTCONN, C_RC_VNI_NOT_FOUND);
         else if (never_there)
-            ctx_.peer_failed(c, nic, pid, FI_EIO, C_RC_PTLTE_NOT_FOUND);
+            ctx_.peer_failed(l, nic, pid, FI_EIO, C_RC_PTLTE_NOT_FOUND);
         else
-            ctx_.peer_failed(c, nic, pid, FI_EHOSTUNREACH, C_RC_UNDELIVERABLE);
+            ctx_.peer_failed(l, nic, pid, FI_EHOSTUNREACH, C_RC_UNDELIVERABLE);
     }
     failed_links_.clear();
 }
@@ -170,14 +167,8 @@ transport::Link *PeerLinks::link_for(uint32_t nic, uint32_t pid, uint16_t vni, i
         link = udp->link_to(peer_ipv4(domain_.nic(), nic), udp_port(vni, pid));
     else
         err = -FI_EHOSTUNREACH;
-    if (link && !extra_.empty()) link_vni_[link] = vni;
+    if (link) link->set_peer_key(peer_key(nic, pid, vni));
     return link;
-}
-
-uint16_t PeerLinks::vni_of(const transport::Link *link) const {
-    if (extra_.empty()) return vni_;
-    auto it = link_vni_.find(link);
-    return it == link_vni_.end() ? vni_ : it->second;
 }
 
 transport::Link *PeerLinks::route(fi_addr_t dest, int &err) {

@@ -267,12 +267,12 @@ void TxEngine::flush_ctrl() {
     }
 }
 
-void TxEngine::progress() {
+void TxEngine::progress_queues(bool reap_due) {
     flush_ctrl();
     if (!rnr_waiting_.empty()) rnr_resend_due();
     if (!pending_.empty() && !holding_more_) pump_pending();
     if (!awaiting_ack_.empty()) check_acks();
-    if ((++progress_calls_ & 4095) == 0 && outstanding_ > pending_count_) reap_dead_peers();
+    if (reap_due && outstanding_ > pending_count_) reap_dead_peers();
 }
 
 }  // namespace softnic::cxi

@@ -141,7 +141,14 @@ class TxEngine {
     // Retries of refused sends (rnr.cpp).
     void rnr_backoff(TxOp *op);
 
-    void progress();  // backlog, retries, the FIFO, acknowledgements
+    // Backlog, retries, the FIFO, acknowledgements. Inline: with nothing in flight (an
+    // application waiting for a message) it costs a few loads.
+    void progress() {
+        bool reap_due = (++progress_calls_ & 4095) == 0;
+        if (reap_due || !ctrl_backlog_.empty() || !rnr_waiting_.empty() || !pending_.empty() ||
+            !awaiting_ack_.empty())
+            progress_queues(reap_due);
+    }
     size_t outstanding() const { return outstanding_; }
     bool busy() const { return outstanding_ || !ctrl_backlog_.empty(); }
 
@@ -154,6 +161,7 @@ class TxEngine {
     bool pump_msg(TxOp *op);
     void pump_pending();
     void pump_ops(transport::Link *&batch);
+    void progress_queues(bool reap_due);
     void flush_ctrl();
     void check_acks();
     void await_ack(TxOp *op, uint64_t token, int err, int prov_errno);

@@ -6,22 +6,43 @@
 // its reliability layer (udp/) between hosts.
 #pragma once
 
+#include <netinet/in.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace softnic::transport {
 
-// Single-copy access to a peer's memory (process_vm_readv/writev within a host).
+// Single-copy access to a peer's memory (process_vm_readv/writev within a host), and the
+// facts a protocol needs to use it: the peer's process, and the word the peer's receive
+// queue publishes for the layer above (untrusted: written by the peer).
 class BulkAccess {
   public:
     virtual ~BulkAccess() = default;
+    virtual pid_t process() const = 0;
+    virtual uint64_t attachment() const = 0;
     // Copy len bytes at the peer's remote_addr into local; -errno on failure.
     virtual ssize_t read(void *local, uint64_t remote_addr, size_t len) = 0;
     // Copy len bytes from local to the peer's remote_addr; -errno on failure.
     virtual ssize_t write(uint64_t remote_addr, const void *local, size_t len) = 0;
+};
+
+// Why a link stopped working, as far as its transport knows.
+struct LinkFailure {
+    enum Reason : uint8_t {
+        kNone,      // it works
+        kRefused,   // the peer's host said nobody listens there
+        kForeign,   // the peer is in another realm (VNI) and refuses us
+        kTimedOut,  // the peer stopped answering
+        kClosed,    // the peer's receive queue was closed
+    };
+    Reason reason = kNone;
+    bool peer_answered = false;  // the peer was heard from before
 };
 
 // A path to one remote receive queue.
@@ -55,6 +76,22 @@ class Link {
     virtual bool completes_on_ack() const { return false; }
     virtual uint64_t last_token() const { return 0; }
     virtual bool acked(uint64_t) const { return true; }
+    // What went wrong, once alive() is false.
+    virtual LinkFailure failure() const = 0;
+    // The peer's IPv4 address and port when the link runs over IP (null otherwise).
+    virtual const sockaddr_in *inet_peer() const { return nullptr; }
+    // One line of the link's state, for logs.
+    virtual std::string describe() const { return {}; }
+
+    // Who the peer is, in the terms of the protocol above, which records it here when it
+    // opens the link or first hears from it (0: not yet). Shared links get one value.
+    uint64_t peer_key() const { return peer_key_.load(std::memory_order_relaxed); }
+    void set_peer_key(uint64_t key) {
+        if (peer_key() != key) peer_key_.store(key, std::memory_order_relaxed);
+    }
+
+  private:
+    std::atomic<uint64_t> peer_key_{0};
 };
 
 // Where received packets go. Returning false leaves the packet queued and stops the
@@ -77,6 +114,9 @@ class RxQueue {
     virtual ~RxQueue() = default;
     // Deliver up to `budget` packets to sink; returns how many were consumed.
     virtual size_t poll(PacketSink &sink, size_t budget) = 0;
+    // Links of this queue's transport that failed since the last call (a network
+    // transport's channels whose peer died); appended to `out`.
+    virtual void take_failed(std::vector<Link *> &out) { (void)out; }
 };
 
 }  // namespace softnic::transport

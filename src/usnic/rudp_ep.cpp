@@ -21,7 +21,7 @@
 
 namespace softnic::usnic {
 
-using transport::udp::Channel;
+using transport::Link;
 
 int RudpEp::create(Domain *domain, const fi_info &info, void *context, Endpoint *&out) {
     std::unique_ptr<ConnReq> req;
@@ -143,7 +143,7 @@ void RudpEp::set_connected(const sockaddr_in &peer) {
     conn_.store(Conn::kConnected);
 }
 
-Channel *RudpEp::channel_for(fi_addr_t addr) {
+Link *RudpEp::channel_for(fi_addr_t addr) {
     if (type_ == FI_EP_MSG) return conn_.load() == Conn::kConnected ? peer_ch_ : nullptr;
     UAv *v = av();
     const sockaddr_in *a = v ? v->peer(addr) : nullptr;
@@ -152,7 +152,7 @@ Channel *RudpEp::channel_for(fi_addr_t addr) {
 
 ssize_t RudpEp::send(const Op &op) {
     SpinGuard g(lock_);
-    Channel *ch = channel_for(op.addr);
+    Link *ch = channel_for(op.addr);
     if (!ch) {
         if (type_ == FI_EP_MSG) SN_REJECT(-FI_ENOTCONN, FI_LOG_EP_DATA, "endpoint not connected\n");
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "destination %lu is not in the AV\n", op.addr);
@@ -187,7 +187,7 @@ ssize_t RudpEp::send(const Op &op) {
 
 // Queue as many packets of `op` as the channel takes; true once all are queued.
 bool RudpEp::pump(TxOp &op) {
-    Channel *ch = op.ch;
+    Link *ch = op.ch;
     size_t room = ch->max_packet() - sizeof(RudpHdr);
     while (!op.done_sending) {
         if (!ch->alive()) return false;
@@ -245,7 +245,7 @@ ssize_t RudpEp::size_left(bool tx) {
 }
 
 bool RudpEp::deliver_from(const uint8_t *pkt, size_t len, transport::Link &from) {
-    auto &ch = static_cast<Channel &>(from);
+    Link &ch = from;
     RudpHdr h;
     if (len < sizeof(h)) {
         malformed_++;
@@ -299,14 +299,15 @@ bool RudpEp::deliver_from(const uint8_t *pkt, size_t len, transport::Link &from)
     return true;
 }
 
-void RudpEp::complete_rx(Reasm &r, Channel &from) {
+void RudpEp::complete_rx(Reasm &r, Link &from) {
     r.active = false;
     if (r.msg_len > r.rx.cap) {
         push_rx_error(r.rx.context, FI_ETRUNC, r.rx.cap, r.msg_len - r.rx.cap);
         return;
     }
     UAv *v = av();
-    fi_addr_t src = v ? v->reverse_of(from.peer()) : FI_ADDR_NOTAVAIL;
+    const sockaddr_in *peer = from.inet_peer();
+    fi_addr_t src = v && peer ? v->reverse_of(*peer) : FI_ADDR_NOTAVAIL;
     // Lengths passed in and out include the prefix space, as on DGRAM endpoints.
     push_rx(r.rx.context, r.msg_len + (prefix_ ? kPrefixSize : 0), src);
 }
@@ -330,7 +331,7 @@ void RudpEp::progress_locked() {
     if (!udp_) return;
     udp_->poll(*this, 64);
     udp_->take_failed(failed_);
-    for (Channel *ch : failed_)
+    for (Link *ch : failed_)
         fail_channel(ch);
     failed_.clear();
     reap();
@@ -339,7 +340,7 @@ void RudpEp::progress_locked() {
 
 // Push what waits for window, complete what the peer acknowledged.
 void RudpEp::reap() {
-    std::vector<Channel *> &blocked = blocked_;  // a member: no allocation per progress
+    std::vector<Link *> &blocked = blocked_;  // a member: no allocation per progress
     blocked.clear();
     for (auto it = tx_.begin(); it != tx_.end();) {
         TxOp &op = *it;
@@ -361,9 +362,10 @@ void RudpEp::reap() {
     }
 }
 
-void RudpEp::fail_channel(Channel *ch) {
-    int err = ch->heard_from_peer() ? FI_EHOSTUNREACH : FI_ECONNREFUSED;
-    SN_WARN(FI_LOG_EP_DATA, "peer %s failed: %s\n", to_string(ch->peer()).c_str(),
+void RudpEp::fail_channel(Link *ch) {
+    int err = ch->failure().peer_answered ? FI_EHOSTUNREACH : FI_ECONNREFUSED;
+    const sockaddr_in *peer = ch->inet_peer();
+    SN_WARN(FI_LOG_EP_DATA, "peer %s failed: %s\n", peer ? to_string(*peer).c_str() : "?",
             fi_strerror(err));
     for (auto it = tx_.begin(); it != tx_.end();) {
         if (it->ch != ch) {

@@ -79,7 +79,7 @@ class RudpEp final : public Endpoint,
         size_t len = 0, sent = 0;
         void *context = nullptr;
         bool signal = false, started = false, done_sending = false;
-        transport::udp::Channel *ch = nullptr;
+        transport::Link *ch = nullptr;
         uint64_t token = 0;
         uint8_t inject[64];
     };
@@ -98,19 +98,19 @@ class RudpEp final : public Endpoint,
     void progress_locked();
     bool pump(TxOp &op);
     void reap();
-    void fail_channel(transport::udp::Channel *ch);
-    void complete_rx(Reasm &r, transport::udp::Channel &from);
-    transport::udp::Channel *channel_for(fi_addr_t addr);
+    void fail_channel(transport::Link *ch);
+    void complete_rx(Reasm &r, transport::Link &from);
+    transport::Link *channel_for(fi_addr_t addr);
 
     mutable SpinLock lock_;  // every data call and progress; getname reads the CM name
     std::unique_ptr<transport::udp::UdpEndpoint> udp_;
     uint16_t bind_port_be_ = 0;
     std::list<TxOp> tx_;   // in posting order (stable: packets reference inject copies)
     std::deque<RxOp> rx_;  // posted, not yet matched
-    std::unordered_map<transport::udp::Channel *, Reasm> reasm_;
-    std::vector<transport::udp::Channel *> failed_, blocked_;
+    std::unordered_map<transport::Link *, Reasm> reasm_;
+    std::vector<transport::Link *> failed_, blocked_;
     std::atomic<Conn> conn_{Conn::kIdle};
-    transport::udp::Channel *peer_ch_ = nullptr;
+    transport::Link *peer_ch_ = nullptr;
     std::unique_ptr<ConnReq> connreq_;
     sockaddr_in cm_name_{}, adopted_name_{};
     bool has_cm_name_ = false, adopted_ = false;

@@ -149,7 +149,7 @@ TEST(UdpReliable, DeadPeerFailsTheChannel) {
     ASSERT_TRUE(ab->send(&n, sizeof(n), &iov, 1, false));
     CheckingSink s;
     p.b.reset();  // the peer vanishes without answering
-    std::vector<Channel *> failed;
+    std::vector<Link *> failed;
     for (int i = 0; i < 2000000 && failed.empty(); i++) {
         p.a->poll(s, 64);
         p.a->take_failed(failed);
@@ -175,7 +175,7 @@ TEST(UdpReliable, PausedPeerIsNotDeclaredDead) {
     uint64_t n = 0;  // packet 0 of CheckingSink's sequence: its number and nothing else
     ASSERT_TRUE(ab->send(&n, sizeof(n), nullptr, 0, false));
     CheckingSink sa, sb;
-    std::vector<Channel *> failed;
+    std::vector<Link *> failed;
     uint64_t before = a->stats().retransmits;
     while (a->stats().retransmits - before <= 2 * c.retry_limit) {  // b is paused meanwhile
         a->poll(sa, 64);

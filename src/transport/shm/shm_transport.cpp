@@ -110,6 +110,11 @@ bool ShmLink::alive() {
     return ring_->state.load(std::memory_order_acquire) == kRingReady;
 }
 
+LinkFailure ShmLink::failure() const {
+    if (ring_->state.load(std::memory_order_acquire) == kRingReady) return {};
+    return {LinkFailure::kClosed, true};
+}
+
 bool ShmLink::peer_dead() {
     return kill(owner_, 0) != 0 && errno == ESRCH;
 }

@@ -46,9 +46,13 @@ class ShmLink final : public Link, private BulkAccess {
     bool alive() override;
     bool peer_dead() override;
     BulkAccess *bulk() override { return cma_ok_ ? this : nullptr; }
-    // The consumer's attachment word (untrusted) and OS process.
-    uint64_t attachment() const { return ring_->attachment.load(std::memory_order_acquire); }
-    pid_t owner() const { return owner_; }
+    LinkFailure failure() const override;
+
+    // BulkAccess: the consumer's OS process and its attachment word.
+    pid_t process() const override { return owner_; }
+    uint64_t attachment() const override {
+        return ring_->attachment.load(std::memory_order_acquire);
+    }
 
   private:
     ssize_t read(void *local, uint64_t remote_addr, size_t len) override;

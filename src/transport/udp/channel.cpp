@@ -273,6 +273,20 @@ std::string Channel::describe() const {
     return b;
 }
 
+LinkFailure Channel::failure() const {
+    switch (state_) {
+        case State::kOpen:
+            return {};
+        case State::kTimedOut:
+            return {LinkFailure::kTimedOut, heard_};
+        case State::kRefused:
+            return {LinkFailure::kRefused, heard_};
+        case State::kForeign:
+            return {LinkFailure::kForeign, heard_};
+    }
+    return {};
+}
+
 void Channel::fail(State why) {
     if (state_ != State::kOpen) return;
     state_ = why;

@@ -38,6 +38,10 @@ class Channel final : public Link {
     uint64_t last_token() const override { return next_seq_; }
     bool acked(uint64_t token) const override { return una_ >= token; }
 
+    LinkFailure failure() const override;
+    const sockaddr_in *inet_peer() const override { return &peer_; }
+    std::string describe() const override;
+
     State state() const { return state_; }
     bool heard_from_peer() const { return heard_; }
     const sockaddr_in &peer() const { return peer_; }
@@ -55,8 +59,6 @@ class Channel final : public Link {
     uint64_t on_timer(uint64_t now);
     bool busy() const { return una_ != next_seq_ || blocked_; }
     void fail(State why);
-    // One line of state for logs.
-    std::string describe() const;
 
     bool in_ack_list = false, in_drain_list = false;
 

@@ -220,7 +220,7 @@ void UdpEndpoint::channel_failed(Channel *c) {
     failed_.push_back(c);
 }
 
-void UdpEndpoint::take_failed(std::vector<Channel *> &out) {
+void UdpEndpoint::take_failed(std::vector<Link *> &out) {
     out.insert(out.end(), failed_.begin(), failed_.end());
     failed_.clear();
 }

@@ -46,7 +46,7 @@ class UdpEndpoint final : public RxQueue {
     // The channel to ip:port (host order), created on first use.
     Channel *link_to(uint32_t ip, uint16_t port);
     // Channels whose peer died since the last call.
-    void take_failed(std::vector<Channel *> &out);
+    void take_failed(std::vector<Link *> &out) override;
     // Before closing: keep answering for a short while so that peers whose last
     // acknowledgement was lost learn that their packets arrived. New data is refused.
     void linger();
