@@ -1,4 +1,5 @@
 #include "common/av.hpp"
+#include "common/av_set.hpp"
 
 #include <cstring>
 
@@ -35,8 +36,11 @@ int op_lookup(fid_av *f, fi_addr_t fi_addr, void *addr, size_t *addrlen) {
 const char *op_straddr(fid_av *f, const void *addr, char *buf, size_t *len) {
     return av_of(f)->straddr(addr, buf, len);
 }
-int op_av_set(fid_av *, fi_av_set_attr *, fid_av_set **, void *) {
-    SN_REJECT(-FI_ENOSYS, FI_LOG_AV, "AV sets (collectives) are not supported\n");
+int op_av_set(fid_av *f, fi_av_set_attr *attr, fid_av_set **set, void *context) {
+    Av *av = av_of(f);
+    if (!av->sets_allowed())
+        SN_REJECT(-FI_ENOSYS, FI_LOG_AV, "AV sets (collectives) are not supported\n");
+    return guarded([&] { return AvSet::open(*av, attr, set, context); });
 }
 #if SOFTNIC_HAS_AV_AUTH_KEY
 int op_insert_auth_key(fid_av *f, const void *key, size_t size, fi_addr_t *fi_addr,

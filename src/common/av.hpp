@@ -96,6 +96,14 @@ class Av {
     fi_addr_t reverse(uint64_t key) const;
     // Strip the receive-context bits of a scalable-endpoint address.
     fi_addr_t base_index(fi_addr_t a) const;
+    // One past the highest index ever used (entries below it may be free).
+    fi_addr_t span() const {
+        std::lock_guard<std::mutex> g(lock_);
+        return next_;
+    }
+    // fi_av_set: a provider with collectives allows AV sets of this AV.
+    void allow_sets() { sets_allowed_ = true; }
+    bool sets_allowed() const { return sets_allowed_; }
     // Clear every cached route equal to `peer` (its peer went away).
     void forget_peer(void *peer);
     unsigned rx_index(fi_addr_t a) const;
@@ -124,6 +132,7 @@ class Av {
     std::atomic<uint64_t> generation_{1};
     std::unique_ptr<SharedAvTable> shared_;
     bool read_only_ = false;
+    bool sets_allowed_ = false;
     size_t synced_ = 0;
     std::vector<fi_addr_t> map_;
     struct AuthKeySlot {

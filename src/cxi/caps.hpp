@@ -32,7 +32,7 @@ constexpr uint32_t kOptimizedProvIds = 92;
 // Primary capabilities built so far.
 constexpr uint64_t kPrimaryCaps = FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV |
                                   FI_NAMED_RX_CTX | FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE |
-                                  FI_REMOTE_READ | FI_REMOTE_WRITE | FI_TRIGGER;
+                                  FI_REMOTE_READ | FI_REMOTE_WRITE | FI_TRIGGER | FI_COLLECTIVE;
 // FI_RMA_EVENT is secondary: asked for, never given unasked.
 constexpr uint64_t kSecondaryCaps = FI_SOURCE | FI_SOURCE_ERR | FI_LOCAL_COMM | FI_REMOTE_COMM |
                                     FI_MULTI_RECV | FI_FENCE | FI_SHARED_AV | FI_RMA_EVENT;
@@ -40,10 +40,10 @@ constexpr uint64_t kCaps = kPrimaryCaps | kSecondaryCaps;
 // Per direction, only what libfabric defines for that direction (LOCAL/REMOTE_COMM and
 // FI_SHARED_AV are domain-level; FI_NAMED_RX_CTX belongs to the initiator).
 constexpr uint64_t kTxCaps = FI_MSG | FI_TAGGED | FI_SEND | FI_FENCE | FI_NAMED_RX_CTX | FI_RMA |
-                             FI_ATOMIC | FI_READ | FI_WRITE | FI_TRIGGER;
+                             FI_ATOMIC | FI_READ | FI_WRITE | FI_TRIGGER | FI_COLLECTIVE;
 constexpr uint64_t kRxCaps = FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE |
                              FI_SOURCE_ERR | FI_MULTI_RECV | FI_RMA | FI_ATOMIC | FI_REMOTE_READ |
-                             FI_REMOTE_WRITE | FI_RMA_EVENT | FI_TRIGGER;
+                             FI_REMOTE_WRITE | FI_RMA_EVENT | FI_TRIGGER | FI_COLLECTIVE;
 constexpr uint64_t kDomainCaps = FI_LOCAL_COMM | FI_REMOTE_COMM | FI_AV_USER_ID;
 
 constexpr uint64_t kCompletionLevels =

@@ -19,7 +19,8 @@ Context::Context(Domain &domain, uint64_t caps, size_t tx_size, uint16_t vni)
       links_(*this, vni),
       tx_(*this, tx_size),
       rx_(*this),
-      one_sided_(*this) {}
+      one_sided_(*this),
+      coll_(*this) {}
 
 Context::~Context() {
     close();
@@ -134,7 +135,8 @@ bool Context::offload_progress(bool readable) {
 void Context::progress_locked() {
     links_.poll(*this, progress_calls_++);
     tx_.progress();
-    bool work = tx_.busy() || links_.udp_busy();
+    if (coll_.active()) coll_.progress();
+    bool work = tx_.busy() || links_.udp_busy() || coll_.active();
     if (work != work_hint_.load(std::memory_order_relaxed))
         work_hint_.store(work, std::memory_order_relaxed);
 }
@@ -143,6 +145,7 @@ void Context::peer_failed(transport::Link *link, uint32_t nic, uint32_t pid, int
                           int prov_errno) {
     tx_.fail_link(link, err, prov_errno);
     rx_.fail_inbound(nic, pid, FI_EIO);
+    coll_.peer_failed(nic, pid);
 }
 
 // A network link learns who its peer is from the first packet (the peer may fail before
@@ -201,6 +204,9 @@ bool Context::deliver(const uint8_t *pkt, size_t len) {
             return true;
         case Pkt::kAtomicResp:
             one_sided_.on_atomic_resp(h, payload);
+            return true;
+        case Pkt::kColl:
+            coll_.on_packet(h, payload);
             return true;
     }
     SN_WARN(FI_LOG_EP_DATA, "dropping packet of unknown type %u\n", h.type);

@@ -1,9 +1,9 @@
 // A context is what owns one PID on the soft NIC. A plain endpoint has one; a scalable
 // endpoint has one per TX/RX context pair. It is the meeting point of four engines, each
 // with its own header: PeerLinks (its ports and the links to peers), TxEngine (sends and
-// their completions), RxEngine (matching, unexpected messages, delivery) and OneSided
-// (RMA and atomics). The context holds their shared facts, takes the one lock that
-// serialises them, and hands each arriving packet to the engine it is for.
+// their completions), RxEngine (matching, unexpected messages, delivery), OneSided
+// (RMA and atomics) and CollEngine (collectives). The context holds their shared facts, takes the
+// one lock that serialises them, and hands each arriving packet to the engine it is for.
 #pragma once
 
 #include <array>
@@ -18,6 +18,7 @@
 #include "common/progress.hpp"
 #include "cxi/addr.hpp"
 #include "cxi/caps.hpp"
+#include "cxi/coll.hpp"
 #include "cxi/one_sided.hpp"
 #include "cxi/peer_links.hpp"
 #include "cxi/rx_engine.hpp"
@@ -90,6 +91,13 @@ class Context : public ProgressSource,
     RxEngine &rx() { return rx_; }
     PeerLinks &links() { return links_; }
     OneSided &one_sided() { return one_sided_; }
+    CollEngine &coll() { return coll_; }
+    // Runs `fn` under the context's lock (the collective calls and joins).
+    template <class Fn>
+    auto locked(Fn &&fn) {
+        SpinGuard g(lock_);
+        return fn();
+    }
     void poll_ring() { links_.poll_ring(*this); }  // a message may still be in the ring
     void note_work() { work_hint_.store(true, std::memory_order_relaxed); }
     // A peer stopped answering: operations to it and messages from it fail.
@@ -115,6 +123,7 @@ class Context : public ProgressSource,
     TxEngine tx_;
     RxEngine rx_;
     OneSided one_sided_;
+    CollEngine coll_;
 };
 
 }  // namespace softnic::cxi

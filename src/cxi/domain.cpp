@@ -93,6 +93,7 @@ int av_open(fid_domain *d, fi_av_attr *attr, fid_av **av, void *context) {
         if (dom.av_auth_keys()) addressing.key = av_key_with_vni;  // (NIC, PID) per VNI
         Av *a = new Av(*attr, addressing, context);
         a->fid()->fid.ops = &av_fid_ops;
+        a->allow_sets();  // collectives join over AV sets
         if (size_t max = dom.av_auth_keys()) a->use_auth_keys(av_auth_keys(dom, max));
         int r = a->init(*attr);
         if (r) {
@@ -136,18 +137,23 @@ int srx_ctx(fid_domain *, fi_rx_attr *, fid_ep **, void *) {
 int query_atomic(fid_domain *, fi_datatype dt, fi_op op, fi_atomic_attr *attr, uint64_t flags) {
     return amo_query(dt, op, attr, flags);
 }
-int query_collective(fid_domain *, fi_collective_op, fi_collective_attr *, uint64_t) {
-    SN_REJECT(-FI_ENOSYS, FI_LOG_DOMAIN, "collectives are not supported\n");
-}
 int endpoint2(fid_domain *d, fi_info *info, fid_ep **ep, uint64_t flags, void *context) {
     if (flags) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "fi_endpoint2 flags must be 0\n");
     return endpoint_open(d, info, ep, context);
 }
 
-fi_ops_domain domain_ops = {
-    sizeof(fi_ops_domain), av_open,   cq_open, endpoint_open, scalable_ep_open,
-    counter_open,          poll_open, stx_ctx, srx_ctx,       query_atomic,
-    query_collective,      endpoint2};
+fi_ops_domain domain_ops = {sizeof(fi_ops_domain),
+                            av_open,
+                            cq_open,
+                            endpoint_open,
+                            scalable_ep_open,
+                            counter_open,
+                            poll_open,
+                            stx_ctx,
+                            srx_ctx,
+                            query_atomic,
+                            coll_query,
+                            endpoint2};
 
 int mr_regattr(fid *f, const fi_mr_attr *attr, uint64_t flags, fid_mr **mr) {
     if (!attr || !mr) SN_REJECT(-FI_EINVAL, FI_LOG_MR, "NULL attr or mr\n");

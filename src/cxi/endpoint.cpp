@@ -73,10 +73,9 @@ fi_ops ep_fid_ops = make_fid_ops(ep_close, ep_bind, ep_control, fid_no_ops_open)
 fi_ops_ep ep_ops = {sizeof(fi_ops_ep), ep_cancel, ep_getopt,     ep_setopt,
                     ep_tx_ctx,         ep_rx_ctx, not_supported, not_supported};
 // Connections are for FI_EP_MSG, which cxi does not offer.
+// The one join is a collective group's (coll_ops.cpp).
 fi_ops_cm cm_ops = {sizeof(fi_ops_cm), cm_setname,    cm_getname,    not_supported, not_supported,
-                    not_supported,     not_supported, not_supported, not_supported, not_supported};
-// Collectives are not built yet: every call says so instead of crashing on a NULL table.
-fi_ops_collective coll_ops = all_not_supported<fi_ops_collective>();
+                    not_supported,     not_supported, not_supported, not_supported, coll_join};
 
 // Default flags of the calls that take none: a completion level plus FI_COMPLETION.
 uint64_t default_tx_flags(uint64_t f) {

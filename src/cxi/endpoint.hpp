@@ -3,6 +3,7 @@
 #pragma once
 
 #include <rdma/fi_atomic.h>
+#include <rdma/fi_collective.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
@@ -72,6 +73,10 @@ class Endpoint {
     int open_context(unsigned side, int index, fid_ep **out, void *context);
     int close_view(EpView &v);
     RefCount &refs() { return refs_; }
+    Av *av() const { return av_; }
+    struct fid *eq() const {
+        return eq_;
+    }
 
   private:
     int open_pids();
@@ -115,5 +120,9 @@ extern fi_ops_rma rma_disabled_ops;
 extern fi_ops_rma rma_ops;  // rma_ops.cpp
 extern fi_ops_atomic atomic_disabled_ops;
 extern fi_ops_atomic atomic_ops;  // atomic_ops.cpp
+// Collectives (coll_ops.cpp): the endpoint's table, fi_join_collective, the domain query.
+extern fi_ops_collective coll_ops;
+int coll_join(fid_ep *ep, const void *addr, uint64_t flags, fid_mc **mc, void *context);
+int coll_query(fid_domain *domain, fi_collective_op coll, fi_collective_attr *attr, uint64_t flags);
 
 }  // namespace softnic::cxi

@@ -139,6 +139,7 @@ void trim_caps(fi_info &i, const fi_info *hints) {
     } else {
         uint64_t primary = hints->caps & kPrimaryCaps;
         if (!primary) primary = kPrimaryCaps;
+        if (primary & FI_COLLECTIVE) primary |= FI_MSG;  // collectives travel as messages
         uint64_t secondary =
             kSecondaryCaps & ~(FI_SOURCE | FI_SOURCE_ERR | FI_FENCE | FI_RMA_EVENT);
         keep = primary | secondary | (hints->caps & kSecondaryCaps);

@@ -128,7 +128,7 @@ class TxEngine {
     TxOp *by_cookie(uint64_t cookie);   // null for stale or forged cookies
     void submit(TxOp *op);              // into the FIFO, and out unless an FI_MORE batch holds it
     void on_get_req(const WireHdr &h);  // a receiver pulls a rendezvous send's data
-    // A control packet with at most 16 payload bytes; retried by progress when refused.
+    // A control packet with at most 32 payload bytes; retried by progress when refused.
     void send_ctrl(transport::Link *link, const WireHdr &h, const void *data = nullptr);
     void fill_hdr(WireHdr &h, Pkt type, const SendArgs &a, const transport::Link *link) const;
 
@@ -180,10 +180,10 @@ class TxEngine {
     std::vector<TxOp *> rnr_waiting_;   // refused by a receiver not ready: sent again when due
     unsigned eagain_streak_ = 0;        // full-ring refusals in a row: check the peer is alive
     unsigned progress_calls_ = 0;
-    struct CtrlPkt {  // kDone/kGetReq/kAtomicResp to retry
+    struct CtrlPkt {  // kDone/kGetReq/kAtomicResp/kColl to retry
         transport::Link *link;
         WireHdr h;
-        uint8_t data[16];  // h.payload bytes: an atomic's previous value
+        uint8_t data[32];  // h.payload bytes: an atomic's previous value, a reduction
     };
     std::deque<CtrlPkt> ctrl_backlog_;
 };

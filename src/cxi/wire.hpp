@@ -38,6 +38,7 @@ enum class Pkt : uint8_t {
     kRmaReadResp = 7,
     kAtomic = 8,
     kAtomicResp = 9,
+    kColl = 10,  // a collective's contribution or result (coll.hpp)
 };
 
 enum WireFlags : uint16_t {

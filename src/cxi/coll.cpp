@@ -1,0 +1,390 @@
+#include "cxi/coll.hpp"
+
+#include <rdma/fi_collective.h>
+#include <rdma/fi_cxi_ext.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "common/log.hpp"
+#include "cxi/context.hpp"
+#include "cxi/domain.hpp"
+
+namespace softnic::cxi {
+namespace {
+
+// A kColl packet: tag = the group's key, cookie = the call's sequence number, offset =
+// the sender's rank, cq_data = kind | op << 8 | dt << 16 | flags << 24 | count << 32,
+// rdzv_addr = a result's reduction error (FI_CXI_ERRNO_RED_*), payload = the bytes.
+enum CollFlags : uint8_t { kResult = 1, kProbe = 2 };
+constexpr uint64_t kProbeEveryNs = 200'000'000;  // how often waited-for members are probed
+constexpr size_t kMaxUnjoined = 1024;            // packets held for groups not joined here yet
+
+uint64_t now_ns() {
+    using namespace std::chrono;
+    return uint64_t(duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count());
+}
+
+uint64_t signature(const CollArgs &a) {
+    return uint64_t(a.kind) | uint64_t(uint8_t(a.op)) << 8 | uint64_t(uint8_t(a.dt)) << 16 |
+           uint64_t(a.count) << 32;
+}
+
+// Same members in the same order on every member: the same key. The n-th join of one
+// membership gets the n-th key, so members that join in the same order agree.
+uint64_t members_hash(const std::vector<CxiAddr> &m) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (const CxiAddr &a : m) {
+        h ^= addr_key(a.nic, a.pid, a.vni);
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+}  // namespace
+
+struct CollEngine::Op {
+    bool posted = false;  // the local call was made (a root may hear from others first)
+    CollArgs a{};
+    size_t len = 0;
+    uint32_t arrived = 0;                                     // root: contributions in
+    std::vector<std::array<uint8_t, kCollMaxBytes>> contrib;  // root: by rank
+    std::vector<uint64_t> sig;                                // root: each call's shape
+    std::vector<uint8_t> got;
+    uint64_t probed_ns = 0;
+};
+
+struct CollEngine::Group {
+    uint64_t key;
+    std::vector<CxiAddr> members;
+    uint32_t rank;
+    uint32_t next_seq = 0;
+    int failed = 0;  // the reduction error every later call gets once a member died
+    size_t posted = 0;
+    std::map<uint32_t, Op> ops;  // by sequence number
+};
+
+CollEngine::CollEngine(Context &ctx) : ctx_(ctx), domain_(ctx.domain()) {}
+CollEngine::~CollEngine() = default;
+
+CollEngine::Group *CollEngine::group(fi_addr_t a) const {
+    if (!(a & kGroupAddrBit)) return nullptr;
+    size_t i = a & ~kGroupAddrBit;
+    return i < groups_.size() ? groups_[i].get() : nullptr;
+}
+
+CollEngine::Group *CollEngine::group_by_key(uint64_t key) const {
+    for (const auto &g : groups_)
+        if (g && g->key == key) return g.get();
+    return nullptr;
+}
+
+fi_addr_t CollEngine::join(std::vector<CxiAddr> members, uint32_t rank) {
+    auto g = std::make_unique<Group>();
+    uint64_t hash = members_hash(members), ordinal = join_counts_[hash]++;
+    g->key = hash ^ (ordinal * 0x9e3779b97f4a7c15ULL);
+    g->members = std::move(members);
+    g->rank = rank;
+    size_t index = groups_.size();
+    groups_.push_back(std::move(g));
+    // Packets of members that joined first.
+    auto held = std::move(unjoined_);
+    unjoined_.clear();
+    for (auto &[h, data] : held)
+        on_packet(h, data.data());
+    return kGroupAddrBit | index;
+}
+
+void CollEngine::leave(fi_addr_t a) {
+    Group *g = group(a);
+    if (!g) return;
+    for (auto &[seq, op] : g->ops)
+        if (op.posted) in_flight_--;
+    groups_[a & ~kGroupAddrBit].reset();
+}
+
+int CollEngine::members(fi_addr_t a, uint32_t &count) const {
+    Group *g = group(a);
+    if (!g) return -FI_EINVAL;
+    count = uint32_t(g->members.size());
+    return 0;
+}
+
+int CollEngine::rank_of(fi_addr_t a, const CxiAddr &peer) const {
+    Group *g = group(a);
+    if (!g) return -1;
+    for (size_t r = 0; r < g->members.size(); r++) {
+        const CxiAddr &m = g->members[r];
+        if (m.nic == peer.nic && m.pid == peer.pid) return int(r);
+    }
+    return -1;
+}
+
+ssize_t CollEngine::post(fi_addr_t a, const CollArgs &args) {
+    Group *g = group(a);
+    if (!g) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "0x%lx is not a joined collective\n", a);
+    if (args.root >= g->members.size())
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "the root is not a member of the collective\n");
+    if (g->posted >= kMaxInFlight) return -FI_EAGAIN;
+    Op &op = g->ops[g->next_seq];
+    uint32_t seq = g->next_seq++;
+    op.posted = true;
+    op.a = args;
+    op.len = coll_bytes(args.kind, args.op, args.dt, args.count);
+    op.probed_ns = now_ns();
+    g->posted++;
+    in_flight_++;
+    if (g->failed) {
+        complete(*g, op, g->failed);
+        g->ops.erase(seq);
+        return 0;
+    }
+    contribute(*g, op);
+    auto it = g->ops.find(seq);
+    if (it != g->ops.end() && g->rank == args.root) try_finish(*g, it->second);
+    return 0;
+}
+
+// A member's contribution goes to the root; the root keeps its own.
+void CollEngine::contribute(Group &g, Op &op) {
+    const CollArgs &a = op.a;
+    const bool data = a.kind != CollKind::kBroadcast || g.rank == a.root;
+    uint32_t seq = g.next_seq - 1;
+    if (g.rank == a.root) {
+        op.contrib.resize(g.members.size());
+        op.sig.resize(g.members.size());
+        op.got.resize(g.members.size());
+        if (data && op.len) std::memcpy(op.contrib[g.rank].data(), a.buf, op.len);
+        op.sig[g.rank] = signature(a);
+        return;
+    }
+    WireHdr h{};
+    h.cookie = seq;
+    h.cq_data = signature(a);
+    h.msg_len = data ? op.len : 0;
+    send(g, a.root, h, data ? a.buf : nullptr);
+}
+
+void CollEngine::send(Group &g, uint32_t to, WireHdr h, const void *data) {
+    const CxiAddr &m = g.members[to];
+    PeerLinks &links = ctx_.links();
+    int err = 0;
+    transport::Link *link = links.link_for(m.nic, m.pid, links.peer_vni(m.vni), err);
+    if (!link) {
+        if (!g.failed) fail_group(g, FI_CXI_ERRNO_RED_MC_FAILURE);
+        return;
+    }
+    WireHdr w = wire_hdr(Pkt::kColl, links.vni_of(link), ctx_.pid(), domain_.nic().addr);
+    w.tag = g.key;
+    w.cookie = h.cookie;
+    w.offset = g.rank;
+    w.cq_data = h.cq_data;
+    w.rdzv_addr = h.rdzv_addr;
+    w.msg_len = h.msg_len;
+    w.payload = uint32_t(data ? h.msg_len : 0);
+    ctx_.tx().send_ctrl(link, w, data);
+}
+
+void CollEngine::on_packet(const WireHdr &h, const uint8_t *payload) {
+    uint8_t flags = uint8_t(h.cq_data >> 24);
+    if (h.payload > kCollMaxBytes || h.payload != (h.payload ? h.msg_len : 0)) {
+        SN_WARN(FI_LOG_EP_DATA, "dropping a malformed collective packet\n");
+        domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
+        return;
+    }
+    if (flags & kProbe) return;  // it only keeps the channel honest
+    Group *g = group_by_key(h.tag);
+    if (!g) {
+        if (unjoined_.size() >= kMaxUnjoined) {
+            SN_WARN(FI_LOG_EP_DATA, "dropping a collective packet of an unknown group\n");
+            domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
+            return;
+        }
+        auto &held = unjoined_.emplace_back(h, std::array<uint8_t, kCollMaxBytes>{});
+        if (h.payload) std::memcpy(held.second.data(), payload, h.payload);
+        return;
+    }
+    if (h.offset >= g->members.size() || h.offset == g->rank) {
+        SN_WARN(FI_LOG_EP_DATA, "dropping a collective packet of no member\n");
+        domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
+        return;
+    }
+    if (flags & kResult)
+        on_result(*g, h, payload);
+    else
+        take(*g, uint32_t(h.cookie), uint32_t(h.offset), h, payload);
+}
+
+// Root: one member's contribution (it may come before our own call).
+void CollEngine::take(Group &g, uint32_t seq, uint32_t from, const WireHdr &h,
+                      const uint8_t *payload) {
+    if (g.failed) return;
+    if (seq < g.next_seq && !g.ops.count(seq)) return;  // a call already over: stale
+    if (seq - g.next_seq < UINT32_MAX / 2 && seq - g.next_seq >= 4 * kMaxInFlight) {
+        domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);  // further ahead than members can be
+        return;
+    }
+    Op &op = g.ops[seq];
+    op.contrib.resize(g.members.size());
+    op.sig.resize(g.members.size());
+    op.got.resize(g.members.size());
+    if (op.got[from] || (op.posted && g.rank != op.a.root)) {
+        domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
+        return;
+    }
+    op.got[from] = 1;
+    op.arrived++;
+    op.sig[from] = h.cq_data & ~(0xffULL << 24);
+    if (h.payload) std::memcpy(op.contrib[from].data(), payload, h.payload);
+    if (op.posted) try_finish(g, op);
+}
+
+// Root: once every member's contribution is in, fold them in rank order and answer.
+void CollEngine::try_finish(Group &g, Op &op) {
+    if (!op.posted || op.arrived + 1 < g.members.size()) return;
+    const CollArgs &a = op.a;
+    int err = 0;
+    for (uint64_t s : op.sig)
+        if (s != op.sig[g.rank]) err = FI_CXI_ERRNO_RED_OP_MISMATCH;
+    std::array<uint8_t, kCollMaxBytes> out{};
+    if (!err && a.kind == CollKind::kBroadcast) {
+        out = op.contrib[g.rank];
+    } else if (!err && a.kind != CollKind::kBarrier) {
+        out = op.contrib[0];
+        if (a.op == FI_CXI_REPSUM) {
+            for (size_t i = 0; i < a.count; i++) {
+                RepSum sum;
+                for (const auto &c : op.contrib) {
+                    double x;
+                    std::memcpy(&x, c.data() + 8 * i, 8);
+                    if (std::isnan(x)) err = FI_CXI_ERRNO_RED_FLT_INVALID;
+                    sum.add(x);
+                }
+                double v = sum.value();
+                std::memcpy(out.data() + 8 * i, &v, 8);
+            }
+        } else {
+            for (size_t r = 1; r < op.contrib.size() && !err; r++)
+                err = coll_reduce(a.op, a.dt, out.data(), op.contrib[r].data(), a.count);
+        }
+    }
+    const bool to_all = a.kind == CollKind::kAllreduce || a.kind == CollKind::kBroadcast;
+    uint32_t seq = g.next_seq;
+    for (auto &[s, o] : g.ops)
+        if (&o == &op) seq = s;
+    for (uint32_t r = 0; r < g.members.size(); r++) {
+        if (r == g.rank) continue;
+        WireHdr h{};
+        h.cookie = seq;
+        h.cq_data = signature(a) | uint64_t(kResult) << 24;
+        h.rdzv_addr = uint64_t(err);
+        h.msg_len = to_all && !err ? op.len : 0;
+        send(g, r, h, h.msg_len ? out.data() : nullptr);
+    }
+    if (!err && op.len && a.kind != CollKind::kBarrier && a.result &&
+        a.kind != CollKind::kBroadcast)
+        std::memcpy(a.result, out.data(), op.len);
+    complete(g, op, err);
+    g.ops.erase(seq);
+}
+
+void CollEngine::on_result(Group &g, const WireHdr &h, const uint8_t *payload) {
+    auto it = g.ops.find(uint32_t(h.cookie));
+    if (it == g.ops.end() || !it->second.posted || it->second.a.root != h.offset) {
+        domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
+        return;
+    }
+    Op &op = it->second;
+    int err = int(h.rdzv_addr);
+    if (!err && h.payload && h.payload == op.len && op.a.result)
+        std::memcpy(op.a.result, payload, h.payload);
+    else if (!err && op.len && op.a.kind != CollKind::kBarrier && op.a.kind != CollKind::kReduce)
+        err = FI_CXI_ERRNO_RED_OTHER;  // a result of the wrong size
+    complete(g, op, err);
+    g.ops.erase(it);
+}
+
+void CollEngine::complete(Group &g, Op &op, int prov_errno) {
+    g.posted--;
+    in_flight_--;
+    const CompletionBind &b = ctx_.tx_bind();
+    if (!b.cq) return;
+    if (!prov_errno) {
+        b.cq->push(Completion{op.a.context, FI_COLLECTIVE, 0, nullptr, 0, 0, FI_ADDR_NOTAVAIL});
+        return;
+    }
+    ErrorCompletion e;
+    e.entry.op_context = op.a.context;
+    e.entry.flags = FI_COLLECTIVE;
+    e.entry.err = FI_EIO;
+    e.entry.prov_errno = prov_errno;
+    b.cq->push_error(e);
+}
+
+// A member died: every call in flight fails, and so does every later one. A root tells
+// the members still there.
+void CollEngine::fail_group(Group &g, int prov_errno) {
+    if (g.failed) return;
+    g.failed = prov_errno;
+    SN_WARN(FI_LOG_EP_DATA, "a member of a collective group is gone: its calls fail\n");
+    for (auto it = g.ops.begin(); it != g.ops.end();) {
+        Op &op = it->second;
+        if (op.posted && g.rank == op.a.root) {
+            for (uint32_t r = 0; r < g.members.size(); r++) {
+                if (r == g.rank) continue;
+                WireHdr h{};
+                h.cookie = it->first;
+                h.cq_data = signature(op.a) | uint64_t(kResult) << 24;
+                h.rdzv_addr = uint64_t(prov_errno);
+                send(g, r, h, nullptr);
+            }
+        }
+        if (op.posted) complete(g, op, prov_errno);
+        it = g.ops.erase(it);
+    }
+}
+
+void CollEngine::peer_failed(uint32_t nic, uint32_t pid) {
+    for (auto &g : groups_) {
+        if (!g) continue;
+        for (const CxiAddr &m : g->members)
+            if (m.nic == nic && m.pid == pid) {
+                fail_group(*g, FI_CXI_ERRNO_RED_MC_FAILURE);
+                break;
+            }
+    }
+}
+
+// Members waited for too long are looked at: a closed ring or a dead process fails the
+// group now; over the network a probe makes the reliable channel find out.
+void CollEngine::check_members(Group &g, uint64_t now) {
+    for (auto &[seq, op] : g.ops) {
+        if (!op.posted || now - op.probed_ns < kProbeEveryNs) continue;
+        op.probed_ns = now;
+        for (uint32_t r = 0; r < g.members.size(); r++) {
+            bool waited_for = g.rank == op.a.root ? r != g.rank && !op.got[r] : r == op.a.root;
+            if (!waited_for) continue;
+            const CxiAddr &m = g.members[r];
+            PeerLinks &links = ctx_.links();
+            int err = 0;
+            transport::Link *link = links.link_for(m.nic, m.pid, links.peer_vni(m.vni), err);
+            if (!link || !link->alive() || link->peer_dead()) {
+                fail_group(g, FI_CXI_ERRNO_RED_MC_FAILURE);
+                return;
+            }
+            WireHdr h{};
+            h.cq_data = uint64_t(kProbe) << 24;
+            send(g, r, h, nullptr);
+        }
+    }
+}
+
+void CollEngine::progress() {
+    if ((++calls_ & 255) != 0) return;
+    uint64_t now = now_ns();
+    for (auto &g : groups_)
+        if (g && g->posted && !g->failed) check_members(*g, now);
+}
+
+}  // namespace softnic::cxi

@@ -1,0 +1,86 @@
+// The collective engine of a context (fi_collective(3) as fi_cxi(7) offers it): groups
+// joined over AV sets, and barrier, broadcast, reduce and allreduce of up to 32 bytes on
+// them. The hardware reduces in the switches; here the root member does: every member
+// sends its contribution to the root (`kColl` packets over the context's links, shared
+// memory or UDP alike), the root folds them in rank order once all have arrived and
+// sends the result to every member. Rank order makes every result the same bits on
+// every member, whatever the arrival order (FI_CXI_REPSUM's promise).
+#pragma once
+
+#include <rdma/fi_domain.h>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "cxi/addr.hpp"
+#include "cxi/coll_math.hpp"
+#include "cxi/wire.hpp"
+
+namespace softnic::cxi {
+
+class Context;
+class Domain;
+
+// What an application's collective call asks for.
+struct CollArgs {
+    CollKind kind;
+    const void *buf;  // the contribution (broadcast: the root's data, the others' buffer)
+    void *result;     // where the result goes (broadcast: buf)
+    size_t count;
+    int dt, op;
+    uint32_t root;  // rank
+    void *context;
+};
+
+class CollEngine {
+  public:
+    static constexpr size_t kMaxInFlight = 8;  // per group, as upstream
+    // The fi_addr of a joined group (what fi_mc_addr returns): this bit and its index.
+    static constexpr fi_addr_t kGroupAddrBit = 1ULL << 61;
+
+    explicit CollEngine(Context &ctx);
+    ~CollEngine();
+    CollEngine(const CollEngine &) = delete;
+    CollEngine &operator=(const CollEngine &) = delete;
+
+    // A new group of `members` (by rank; ours is `rank`): its fi_addr.
+    fi_addr_t join(std::vector<CxiAddr> members, uint32_t rank);
+    void leave(fi_addr_t group);
+    // The group an fi_addr names, with its size; -FI_EINVAL when there is none.
+    int members(fi_addr_t group, uint32_t &count) const;
+    // The rank of the member whose address is `a` in `group`, or -1.
+    int rank_of(fi_addr_t group, const CxiAddr &a) const;
+    ssize_t post(fi_addr_t group, const CollArgs &a);
+
+    void on_packet(const WireHdr &h, const uint8_t *payload);
+    void progress();  // failed members: probe the ones waited for
+    void peer_failed(uint32_t nic, uint32_t pid);
+    bool active() const { return in_flight_ != 0; }
+
+  private:
+    struct Op;
+    struct Group;
+    Group *group(fi_addr_t a) const;
+    Group *group_by_key(uint64_t key) const;
+    void contribute(Group &g, Op &op);
+    void take(Group &g, uint32_t seq, uint32_t from, const WireHdr &h, const uint8_t *payload);
+    void try_finish(Group &g, Op &op);
+    void on_result(Group &g, const WireHdr &h, const uint8_t *payload);
+    void send(Group &g, uint32_t to, WireHdr h, const void *data);
+    void complete(Group &g, Op &op, int prov_errno);
+    void fail_group(Group &g, int prov_errno);
+    void check_members(Group &g, uint64_t now_ns);
+
+    Context &ctx_;
+    Domain &domain_;
+    std::vector<std::unique_ptr<Group>> groups_;  // by index (null: left)
+    std::vector<std::pair<WireHdr, std::array<uint8_t, kCollMaxBytes>>> unjoined_;
+    std::map<uint64_t, uint64_t> join_counts_;  // joins of each membership so far
+    size_t in_flight_ = 0;
+    unsigned calls_ = 0;
+};
+
+}  // namespace softnic::cxi

@@ -1,0 +1,342 @@
+// fi_collective(3) as fi_cxi(7) offers it: AV sets, fi_join_collective (FI_JOIN_COMPLETE
+// on the EQ), barrier, broadcast, reduce and allreduce of up to 32 bytes, the op x
+// datatype table, reduction errors, and a member that goes away. Two members, one on
+// each of the transport's endpoints, over shared memory and UDP.
+#include <rdma/fi_collective.h>
+#include <rdma/fi_cxi_ext.h>
+#include <rdma/fi_eq.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "fixture.hpp"
+
+using namespace cxit;
+
+namespace {
+
+constexpr uint64_t kCollCaps = FI_MSG | FI_TAGGED | FI_COLLECTIVE;
+
+std::vector<uint8_t> name_of(fid_ep *ep) {
+    std::vector<uint8_t> a(8);
+    size_t len = a.size();
+    if (fi_getname(&ep->fid, a.data(), &len)) a.clear();
+    a.resize(len);
+    return a;
+}
+
+class CollTest : public TransportTest {
+  protected:
+    // One member of the group: its endpoint, EQ, set and joined mc.
+    struct Member {
+        Endpoint *e = nullptr;
+        Fid<fid_eq> eq;
+        Fid<fid_av_set> set;
+        fid_mc *mc = nullptr;
+        fi_addr_t self = FI_ADDR_NOTAVAIL, peer = FI_ADDR_NOTAVAIL;
+        fi_addr_t group() const { return fi_mc_addr(mc); }
+    };
+
+    void SetUp() override {
+        EpOptions o;
+        o.caps = kCollCaps;
+        p_ = make_pair(o, o);
+        // The same order on both: a's endpoint is rank 0, b's rank 1.
+        a_.e = p_.a.get();
+        b_.e = p_.b.get();
+        a_.self = a_.e->insert(name_of(a_.e->ep()));
+        a_.peer = p_.a2b;
+        b_.self = b_.e->insert(name_of(b_.e->ep()));
+        b_.peer = p_.b2a;
+        join(a_, {a_.self, a_.peer});
+        join(b_, {b_.peer, b_.self});
+        wait_joined(a_);
+        wait_joined(b_);
+    }
+    void TearDown() override {
+        for (Member *m : {&a_, &b_})
+            if (m->mc) fi_close(&m->mc->fid);
+    }
+
+    void join(Member &m, std::vector<fi_addr_t> order) {
+        fi_eq_attr ea{};
+        ASSERT_OK(CXIT_OPEN(m.eq, fi_eq_open(fabric(), &ea, OUT, nullptr)));
+        ASSERT_OK(fi_ep_bind(m.e->ep(), &m.eq.get()->fid, 0));
+        fi_av_set_attr sa{};
+        sa.start_addr = FI_ADDR_NOTAVAIL;
+        ASSERT_OK(CXIT_OPEN(m.set, fi_av_set(m.e->av(), &sa, OUT, nullptr)));
+        for (fi_addr_t a : order)
+            ASSERT_OK(fi_av_set_insert(m.set.get(), a));
+        fi_addr_t coll = 0;
+        ASSERT_OK(fi_av_set_addr(m.set.get(), &coll));
+        ASSERT_OK(fi_join_collective(m.e->ep(), coll, m.set.get(), 0, &m.mc, &m));
+    }
+    void wait_joined(Member &m) {
+        uint32_t event = 0;
+        fi_eq_entry ev{};
+        ASSERT_EQ(ssize_t(sizeof(ev)), fi_eq_read(m.eq.get(), &event, &ev, sizeof(ev), 0));
+        EXPECT_EQ(uint32_t(FI_JOIN_COMPLETE), event);
+        EXPECT_EQ(&m.mc->fid, ev.fid);
+        EXPECT_EQ(&m, ev.context);
+    }
+
+    // allreduce of `in_a` and `in_b` (count elements of dt); both results into `out_*`.
+    void allreduce(const void *in_a, const void *in_b, void *out_a, void *out_b, size_t count,
+                   fi_datatype dt, fi_op op) {
+        int ca = 0, cb = 0;
+        post(
+            [&] {
+                return fi_allreduce(a_.e->ep(), in_a, count, nullptr, out_a, nullptr, a_.group(),
+                                    dt, op, 0, &ca);
+            },
+            "allreduce a");
+        post(
+            [&] {
+                return fi_allreduce(b_.e->ep(), in_b, count, nullptr, out_b, nullptr, b_.group(),
+                                    dt, op, 0, &cb);
+            },
+            "allreduce b");
+        wait_comp(a_.e->tx(), &ca, "allreduce a");
+        wait_comp(b_.e->tx(), &cb, "allreduce b");
+    }
+
+    Pair p_;
+    Member a_, b_;
+};
+
+TEST_P(CollTest, BarrierCompletesOnBothOnlyOnceBothEntered) {
+    int ca = 0, cb = 0;
+    ASSERT_OK(fi_barrier(a_.e->ep(), a_.group(), &ca));
+    progress_for(std::chrono::milliseconds(50));
+    EXPECT_FALSE(a_.e->tx().take(&ca)) << "the barrier completed with one member in it";
+    ASSERT_OK(fi_barrier(b_.e->ep(), b_.group(), &cb));
+    wait_comp(a_.e->tx(), &ca, "barrier a");
+    Comp c = wait_comp(b_.e->tx(), &cb, "barrier b");
+    EXPECT_TRUE(c.e.flags & FI_COLLECTIVE);
+}
+
+TEST_P(CollTest, BroadcastFromEitherRoot) {
+    for (int root = 0; root < 2; root++) {
+        uint64_t va[4] = {1, 2, 3, 4}, vb[4] = {9, 9, 9, 9};
+        uint64_t *src = root ? vb : va, *dst = root ? va : vb;
+        const uint64_t want[4] = {src[0], src[1], src[2], src[3]};
+        fi_addr_t ra = root ? a_.peer : a_.self, rb = root ? b_.self : b_.peer;
+        int ca = 0, cb = 0;
+        post(
+            [&] {
+                return fi_broadcast(a_.e->ep(), va, 4, nullptr, a_.group(), ra, FI_UINT64, 0, &ca);
+            },
+            "broadcast a");
+        post(
+            [&] {
+                return fi_broadcast(b_.e->ep(), vb, 4, nullptr, b_.group(), rb, FI_UINT64, 0, &cb);
+            },
+            "broadcast b");
+        wait_comp(a_.e->tx(), &ca, "broadcast a");
+        wait_comp(b_.e->tx(), &cb, "broadcast b");
+        EXPECT_EQ(0, std::memcmp(dst, want, sizeof(want))) << "root " << root;
+    }
+}
+
+TEST_P(CollTest, AllreduceIntegerAndFloatingOps) {
+    int64_t ia[4] = {1, -5, 7, 100}, ib[4] = {2, 3, -9, 1}, ra[4], rb[4];
+    allreduce(ia, ib, ra, rb, 4, FI_INT64, FI_SUM);
+    const int64_t sum[4] = {3, -2, -2, 101};
+    EXPECT_EQ(0, std::memcmp(ra, sum, sizeof(sum)));
+    EXPECT_EQ(0, std::memcmp(rb, sum, sizeof(sum)));
+    allreduce(ia, ib, ra, rb, 4, FI_INT64, FI_MIN);
+    EXPECT_EQ(-5, ra[1]);
+    EXPECT_EQ(-9, rb[2]);
+    double da[4] = {1.5, NAN, -2, 8}, db[4] = {0.5, 3, -7, 1}, fa[4], fb[4];
+    allreduce(da, db, fa, fb, 4, FI_DOUBLE, FI_MAX);  // NaN is ignored
+    const double mx[4] = {1.5, 3, -2, 8};
+    EXPECT_EQ(0, std::memcmp(fa, mx, sizeof(mx)));
+    EXPECT_EQ(0, std::memcmp(fb, mx, sizeof(mx)));
+    uint8_t ba[32], bb[32], xa[32], xb[32];
+    for (int i = 0; i < 32; i++) {
+        ba[i] = uint8_t(i * 7);
+        bb[i] = uint8_t(0xA5 ^ i);
+    }
+    allreduce(ba, bb, xa, xb, 32, FI_UINT8, FI_BXOR);
+    for (int i = 0; i < 32; i++)
+        ASSERT_EQ(uint8_t(ba[i] ^ bb[i]), xa[i]) << i;
+    EXPECT_EQ(0, std::memcmp(xa, xb, 32));
+}
+
+TEST_P(CollTest, MinMaxLocAndReproducibleSum) {
+    cxip_coll_intminmax ia{5, 0, 5, 0}, ib{-3, 1, 2, 1}, ra{}, rb{};
+    allreduce(&ia, &ib, &ra, &rb, 1, FI_INT64, fi_op(FI_CXI_MINMAXLOC));
+    EXPECT_EQ(-3, ra.iminval);
+    EXPECT_EQ(1u, ra.iminidx);
+    EXPECT_EQ(5, ra.imaxval);
+    EXPECT_EQ(0u, ra.imaxidx);
+    EXPECT_EQ(0, std::memcmp(&ra, &rb, sizeof(ra)));
+    double xa[2] = {1e16, 1.0}, xb[2] = {1.0, -1e16}, sa[2], sb[2];
+    allreduce(xa, xb, sa, sb, 2, FI_DOUBLE, fi_op(FI_CXI_REPSUM));
+    EXPECT_EQ(0, std::memcmp(sa, sb, sizeof(sa))) << "members got different bits";
+    EXPECT_EQ(1e16 + 1.0, sa[0]);
+}
+
+TEST_P(CollTest, ReduceDeliversAtTheRootOnly) {
+    int64_t va = 40, vb = 2, ra = -1, rb = -1;
+    int ca = 0, cb = 0;
+    post(
+        [&] {
+            return fi_reduce(a_.e->ep(), &va, 1, nullptr, &ra, nullptr, a_.group(), a_.peer,
+                             FI_INT64, FI_SUM, 0, &ca);
+        },
+        "reduce a");
+    post(
+        [&] {
+            return fi_reduce(b_.e->ep(), &vb, 1, nullptr, &rb, nullptr, b_.group(), b_.self,
+                             FI_INT64, FI_SUM, 0, &cb);
+        },
+        "reduce b");
+    wait_comp(a_.e->tx(), &ca, "reduce a");
+    wait_comp(b_.e->tx(), &cb, "reduce b");
+    EXPECT_EQ(42, rb);
+    EXPECT_EQ(-1, ra);
+}
+
+TEST_P(CollTest, UnreducedPairsAndOversizedCallsAreRefused) {
+    int64_t v[8] = {}, r[8];
+    EXPECT_RC(-FI_EOPNOTSUPP, fi_allreduce(a_.e->ep(), v, 1, nullptr, r, nullptr, a_.group(),
+                                           FI_INT64, FI_PROD, 0, nullptr));
+    EXPECT_RC(-FI_EOPNOTSUPP, fi_allreduce(a_.e->ep(), v, 1, nullptr, r, nullptr, a_.group(),
+                                           FI_INT32, FI_SUM, 0, nullptr));
+    EXPECT_RC(-FI_EINVAL, fi_allreduce(a_.e->ep(), v, 5, nullptr, r, nullptr, a_.group(), FI_INT64,
+                                       FI_SUM, 0, nullptr));
+    EXPECT_RC(-FI_EINVAL, fi_barrier(a_.e->ep(), 12345, nullptr));
+    fi_collective_attr attr{};
+    attr.op = FI_BOR;
+    attr.datatype = FI_UINT16;
+    EXPECT_OK(fi_query_collective(a_.e->domain(), FI_ALLREDUCE, &attr, 0));
+    EXPECT_EQ(16u, attr.datatype_attr.count);
+    attr.op = FI_SUM;
+    EXPECT_RC(-FI_EOPNOTSUPP, fi_query_collective(a_.e->domain(), FI_ALLREDUCE, &attr, 0));
+    EXPECT_RC(-FI_EOPNOTSUPP, fi_query_collective(a_.e->domain(), FI_ALLTOALL, &attr, 0));
+}
+
+TEST_P(CollTest, ReductionErrorsReachEveryMember) {
+    int64_t big = std::numeric_limits<int64_t>::max(), one = 1, ra, rb;
+    int ca = 0, cb = 0;
+    post(
+        [&] {
+            return fi_allreduce(a_.e->ep(), &big, 1, nullptr, &ra, nullptr, a_.group(), FI_INT64,
+                                FI_SUM, 0, &ca);
+        },
+        "allreduce a");
+    post(
+        [&] {
+            return fi_allreduce(b_.e->ep(), &one, 1, nullptr, &rb, nullptr, b_.group(), FI_INT64,
+                                FI_SUM, 0, &cb);
+        },
+        "allreduce b");
+    EXPECT_EQ(FI_CXI_ERRNO_RED_INT_OVERFLOW, wait_err(a_.e->tx(), &ca, "a").e.prov_errno);
+    EXPECT_EQ(FI_CXI_ERRNO_RED_INT_OVERFLOW, wait_err(b_.e->tx(), &cb, "b").e.prov_errno);
+    // Members that disagree on the operation.
+    post(
+        [&] {
+            return fi_allreduce(a_.e->ep(), &one, 1, nullptr, &ra, nullptr, a_.group(), FI_INT64,
+                                FI_MIN, 0, &ca);
+        },
+        "allreduce a");
+    post(
+        [&] {
+            return fi_allreduce(b_.e->ep(), &one, 1, nullptr, &rb, nullptr, b_.group(), FI_INT64,
+                                FI_MAX, 0, &cb);
+        },
+        "allreduce b");
+    EXPECT_EQ(FI_CXI_ERRNO_RED_OP_MISMATCH, wait_err(a_.e->tx(), &ca, "a").e.prov_errno);
+    EXPECT_EQ(FI_CXI_ERRNO_RED_OP_MISMATCH, wait_err(b_.e->tx(), &cb, "b").e.prov_errno);
+}
+
+TEST_P(CollTest, EightInFlightThenTheNinthWaits) {
+    int64_t in[9], out[9];
+    int ca[9], cb[9];
+    for (int i = 0; i < 8; i++) {
+        in[i] = i;
+        ASSERT_OK(fi_allreduce(a_.e->ep(), &in[i], 1, nullptr, &out[i], nullptr, a_.group(),
+                               FI_INT64, FI_SUM, 0, &ca[i]));
+    }
+    EXPECT_RC(-FI_EAGAIN, fi_allreduce(a_.e->ep(), &in[0], 1, nullptr, &out[8], nullptr, a_.group(),
+                                       FI_INT64, FI_SUM, 0, &ca[8]));
+    int64_t bin[8], bout[8];
+    for (int i = 0; i < 8; i++) {
+        bin[i] = 100 * i;
+        post(
+            [&] {
+                return fi_allreduce(b_.e->ep(), &bin[i], 1, nullptr, &bout[i], nullptr, b_.group(),
+                                    FI_INT64, FI_SUM, 0, &cb[i]);
+            },
+            "b");
+    }
+    for (int i = 0; i < 8; i++) {
+        wait_comp(a_.e->tx(), &ca[i], "a");
+        wait_comp(b_.e->tx(), &cb[i], "b");
+        EXPECT_EQ(101 * i, out[i]);
+        EXPECT_EQ(101 * i, bout[i]);
+    }
+}
+
+TEST_P(CollTest, AMemberThatLeftFailsTheGroup) {
+    fi_close(&b_.mc->fid);
+    b_.mc = nullptr;
+    b_.set.reset();
+    p_.b.reset();  // its endpoint closes: its ring or port goes away
+    int ca = 0;
+    ASSERT_OK(fi_barrier(a_.e->ep(), a_.group(), &ca));
+    ErrComp e = wait_err(a_.e->tx(), &ca, "barrier with a member gone");
+    EXPECT_EQ(FI_CXI_ERRNO_RED_MC_FAILURE, e.e.prov_errno);
+    // Later calls fail at once.
+    ASSERT_OK(fi_barrier(a_.e->ep(), a_.group(), &ca));
+    EXPECT_EQ(FI_CXI_ERRNO_RED_MC_FAILURE, wait_err(a_.e->tx(), &ca, "barrier").e.prov_errno);
+}
+
+CXIT_INSTANTIATE_TRANSPORTS(CollTest);
+
+// AV sets alone: membership in order, set algebra, argument checks.
+class AvSetTest : public CxiTest {};
+
+TEST_F(AvSetTest, SetAlgebraKeepsRankOrder) {
+    EndpointPtr e = make_ep("cxi0");
+    fi_addr_t a[4];
+    for (uint32_t i = 0; i < 4; i++) {
+        std::vector<uint8_t> addr(8, 0);
+        uint32_t word = (0x12u << 9) | (10 + i);
+        std::memcpy(addr.data(), &word, 4);
+        a[i] = e->insert(addr);
+    }
+    fi_av_set_attr all{};
+    all.start_addr = a[0];
+    all.end_addr = a[3];
+    all.stride = 1;
+    Fid<fid_av_set> s1, s2;
+    ASSERT_OK(CXIT_OPEN(s1, fi_av_set(e->av(), &all, OUT, nullptr)));
+    fi_av_set_attr none{};
+    none.start_addr = FI_ADDR_NOTAVAIL;
+    ASSERT_OK(CXIT_OPEN(s2, fi_av_set(e->av(), &none, OUT, nullptr)));
+    ASSERT_OK(fi_av_set_insert(s2.get(), a[2]));
+    EXPECT_RC(-FI_EINVAL, fi_av_set_insert(s2.get(), a[2]));
+    EXPECT_RC(-FI_EINVAL, fi_av_set_insert(s2.get(), 999));
+    ASSERT_OK(fi_av_set_insert(s2.get(), a[0]));
+    ASSERT_OK(fi_av_set_diff(s1.get(), s2.get()));       // s1 = {1, 3}
+    ASSERT_OK(fi_av_set_union(s1.get(), s2.get()));      // s1 = {1, 3, 2, 0}
+    ASSERT_OK(fi_av_set_intersect(s2.get(), s1.get()));  // s2 unchanged
+    ASSERT_OK(fi_av_set_remove(s1.get(), a[3]));
+    EXPECT_RC(-FI_EINVAL, fi_av_set_remove(s1.get(), a[3]));
+    fi_addr_t c1 = 0, c2 = 0;
+    ASSERT_OK(fi_av_set_addr(s1.get(), &c1));
+    ASSERT_OK(fi_av_set_addr(s2.get(), &c2));
+    EXPECT_NE(c1, c2);
+    fi_av_set_attr bad{};
+    bad.start_addr = a[0];
+    bad.end_addr = a[3];
+    bad.stride = 0;
+    fid_av_set *s3 = nullptr;
+    EXPECT_RC(-FI_EINVAL, fi_av_set(e->av(), &bad, &s3, nullptr));
+    EXPECT_RC(-FI_EINVAL, fi_av_set(e->av(), nullptr, &s3, nullptr));
+}
+
+}  // namespace
