@@ -296,6 +296,70 @@ TEST_P(CollTest, AMemberThatLeftFailsTheGroup) {
 
 CXIT_INSTANTIATE_TRANSPORTS(CollTest);
 
+// More than two members, within a NIC and across NICs at once: two endpoints on cxi0
+// (shared memory between them) and two on cxi1 (UDP to the others).
+class CollGroupTest : public CxiTest {};
+
+TEST_F(CollGroupTest, FourMembersOverBothTransports) {
+    EpOptions o;
+    o.caps = kCollCaps;
+    std::vector<EndpointPtr> eps;
+    for (const char *d : {"cxi0", "cxi1", "cxi0", "cxi1"})
+        eps.push_back(make_ep(d, o));
+    std::vector<std::vector<uint8_t>> names;
+    for (auto &e : eps)
+        names.push_back(name_of(e->ep()));
+    const size_t n = eps.size();
+    std::vector<Fid<fid_eq>> eqs(n);
+    std::vector<Fid<fid_av_set>> sets(n);
+    std::vector<fid_mc *> mcs(n, nullptr);
+    std::vector<std::vector<fi_addr_t>> addr(n);
+    for (size_t i = 0; i < n; i++) {
+        for (auto &name : names)
+            addr[i].push_back(eps[i]->insert(name));
+        fi_eq_attr ea{};
+        ASSERT_OK(CXIT_OPEN(eqs[i], fi_eq_open(fabric(), &ea, OUT, nullptr)));
+        ASSERT_OK(fi_ep_bind(eps[i]->ep(), &eqs[i].get()->fid, 0));
+        fi_av_set_attr sa{};
+        sa.start_addr = FI_ADDR_NOTAVAIL;
+        ASSERT_OK(CXIT_OPEN(sets[i], fi_av_set(eps[i]->av(), &sa, OUT, nullptr)));
+        for (fi_addr_t a : addr[i])
+            ASSERT_OK(fi_av_set_insert(sets[i].get(), a));
+        ASSERT_OK(
+            fi_join_collective(eps[i]->ep(), FI_ADDR_NOTAVAIL, sets[i].get(), 0, &mcs[i], nullptr));
+    }
+    std::vector<int64_t> in(n), out(n, 0);
+    std::vector<int> ctx(n);
+    for (size_t i = 0; i < n; i++) {
+        in[i] = int64_t(i + 1) * 10;
+        post(
+            [&] {
+                return fi_allreduce(eps[i]->ep(), &in[i], 1, nullptr, &out[i], nullptr,
+                                    fi_mc_addr(mcs[i]), FI_INT64, FI_SUM, 0, &ctx[i]);
+            },
+            "allreduce");
+    }
+    for (size_t i = 0; i < n; i++) {
+        wait_comp(eps[i]->tx(), &ctx[i], "allreduce " + std::to_string(i));
+        EXPECT_EQ(100, out[i]) << "member " << i;
+    }
+    std::vector<uint32_t> word(n, 0);
+    word[2] = 0xC0FFEE;
+    for (size_t i = 0; i < n; i++)
+        post(
+            [&] {
+                return fi_broadcast(eps[i]->ep(), &word[i], 1, nullptr, fi_mc_addr(mcs[i]),
+                                    addr[i][2], FI_UINT32, 0, &ctx[i]);
+            },
+            "broadcast");
+    for (size_t i = 0; i < n; i++) {
+        wait_comp(eps[i]->tx(), &ctx[i], "broadcast " + std::to_string(i));
+        EXPECT_EQ(0xC0FFEEu, word[i]) << "member " << i;
+    }
+    for (fid_mc *mc : mcs)
+        EXPECT_OK(fi_close(&mc->fid));
+}
+
 // AV sets alone: membership in order, set algebra, argument checks.
 class AvSetTest : public CxiTest {};
 
