@@ -10,6 +10,7 @@
 #include "common/log.hpp"
 #include "cxi/context.hpp"
 #include "cxi/domain.hpp"
+#include "cxi/env.hpp"
 
 namespace softnic::cxi {
 namespace {
@@ -18,8 +19,7 @@ namespace {
 // the sender's rank, cq_data = kind | op << 8 | dt << 16 | flags << 24 | count << 32,
 // rdzv_addr = a result's reduction error (FI_CXI_ERRNO_RED_*), payload = the bytes.
 enum CollFlags : uint8_t { kResult = 1, kProbe = 2 };
-constexpr uint64_t kProbeEveryNs = 200'000'000;  // how often waited-for members are probed
-constexpr size_t kMaxUnjoined = 1024;            // packets held for groups not joined here yet
+constexpr size_t kMaxUnjoined = 1024;  // packets held for groups not joined here yet
 
 uint64_t now_ns() {
     using namespace std::chrono;
@@ -52,7 +52,7 @@ struct CollEngine::Op {
     std::vector<std::array<uint8_t, kCollMaxBytes>> contrib;  // root: by rank
     std::vector<uint64_t> sig;                                // root: each call's shape
     std::vector<uint8_t> got;
-    uint64_t probed_ns = 0;
+    uint64_t posted_ns = 0, probed_ns = 0;
 };
 
 struct CollEngine::Group {
@@ -132,7 +132,7 @@ ssize_t CollEngine::post(fi_addr_t a, const CollArgs &args) {
     op.posted = true;
     op.a = args;
     op.len = coll_bytes(args.kind, args.op, args.dt, args.count);
-    op.probed_ns = now_ns();
+    op.posted_ns = op.probed_ns = now_ns();
     g->posted++;
     in_flight_++;
     if (g->failed) {
@@ -356,11 +356,19 @@ void CollEngine::peer_failed(uint32_t nic, uint32_t pid) {
     }
 }
 
-// Members waited for too long are looked at: a closed ring or a dead process fails the
-// group now; over the network a probe makes the reliable channel find out.
+// Members waited for are looked at every FI_CXI_COLL_RETRY_USEC: a closed ring or a dead
+// process fails the group now; over the network a probe makes the reliable channel find
+// out. A call still waiting after FI_CXI_COLL_TIMEOUT_USEC fails the group too.
 void CollEngine::check_members(Group &g, uint64_t now) {
+    const uint64_t retry_ns = uint64_t(env().coll_retry_usec) * 1000;
+    const uint64_t timeout_ns = uint64_t(env().coll_timeout_usec) * 1000;
     for (auto &[seq, op] : g.ops) {
-        if (!op.posted || now - op.probed_ns < kProbeEveryNs) continue;
+        if (!op.posted || now - op.probed_ns < retry_ns) continue;
+        if (now - op.posted_ns >= timeout_ns) {
+            SN_WARN(FI_LOG_EP_DATA, "a collective call timed out waiting for its members\n");
+            fail_group(g, FI_CXI_ERRNO_RED_MC_FAILURE);
+            return;
+        }
         op.probed_ns = now;
         for (uint32_t r = 0; r < g.members.size(); r++) {
             bool waited_for = g.rank == op.a.root ? r != g.rank && !op.got[r] : r == op.a.root;

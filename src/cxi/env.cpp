@@ -2,8 +2,10 @@
 
 #include <strings.h>
 
+#include <algorithm>
 #include <cstdlib>
 
+#include "common/log.hpp"
 #include "common/params.hpp"
 #include "transport/shm/shm_transport.hpp"
 #include "transport/udp/fault.hpp"
@@ -61,6 +63,20 @@ const ParamDef kParams[] = {
     {ParamDef::kBool, "trunc_ok",
      "FI_PROTO_CXI_RNR: a truncated receive completes successfully, flagged FI_CXI_TRUNC."},
     {ParamDef::kStr, "rx_match_mode", "Receive match mode: hardware, software or hybrid."},
+    {ParamDef::kStr, "coll_job_id", "Collectives: job identity (no fabric manager in software)."},
+    {ParamDef::kStr, "coll_job_step_id", "Collectives: job step identity (no effect)."},
+    {ParamDef::kStr, "coll_fabric_mgr_url",
+     "Collectives: fabric manager URL, http:// or https:// (none is needed in software)."},
+    {ParamDef::kStr, "coll_mcast_token", "Collectives: fabric manager token (no effect)."},
+    {ParamDef::kBool, "coll_use_dma_put", "Collectives: DMA put for results (no effect)."},
+    {ParamDef::kInt, "hwcoll_addrs_per_job", "Collectives: multicast addresses (no effect)."},
+    {ParamDef::kInt, "hwcoll_min_nodes", "Collectives: hardware threshold (no effect)."},
+    {ParamDef::kInt, "coll_retry_usec",
+     "Collectives: microseconds between looks at a member waited for (1..32000)."},
+    {ParamDef::kInt, "coll_timeout_usec",
+     "Collectives: microseconds a call waits for its members before it fails "
+     "(1..20000000)."},
+    {ParamDef::kInt, "zbcoll_radix", "Collectives: join tree radix, at least 2 (no effect)."},
     {ParamDef::kSize, "default_cq_size", "CQ size when the application gives none."},
     {ParamDef::kSize, "default_tx_size", "Default transmit queue size (16..16384)."},
     {ParamDef::kSize, "default_rx_size", "Default receive queue size (16..15360)."},
@@ -96,6 +112,27 @@ const ParamDef kParams[] = {
      "retransmits and serves rendezvous reads while the application "
      "is not calling in."},
 };
+
+// The FI_CXI_COLL_* variables: the two timers are ours; the rest are read and checked
+// as upstream does, and have no effect (no fabric manager, no multicast tree).
+void read_collectives(const fi_provider *p, Env &e) {
+    using namespace params;
+    std::string url, ignored;
+    if (get_str(p, "coll_fabric_mgr_url", url) && url.rfind("http://", 0) != 0 &&
+        url.rfind("https://", 0) != 0)
+        SN_WARN(FI_LOG_CORE, "FI_CXI_COLL_FABRIC_MGR_URL must start with http:// or https://\n");
+    for (const char *name : {"coll_job_id", "coll_job_step_id", "coll_mcast_token"})
+        get_str(p, name, ignored);
+    bool dma_put = false;
+    get_bool(p, "coll_use_dma_put", dma_put);
+    int v = 0;
+    get_int(p, "hwcoll_addrs_per_job", v);
+    get_int(p, "hwcoll_min_nodes", v);
+    if (get_int(p, "zbcoll_radix", v) && v < 2)
+        SN_WARN(FI_LOG_CORE, "FI_CXI_ZBCOLL_RADIX must be at least 2\n");
+    if (get_int(p, "coll_retry_usec", v)) e.coll_retry_usec = std::clamp(v, 1, 32000);
+    if (get_int(p, "coll_timeout_usec", v)) e.coll_timeout_usec = std::clamp(v, 1, 20000000);
+}
 
 void define_one(const fi_provider *p, const ParamDef &d) {
     switch (d.kind) {
@@ -143,6 +180,7 @@ void read_all(const fi_provider *p, Env &e) {
     if (get_int(p, "rnr_max_timeout_us", e.rnr_max_timeout_us) && e.rnr_max_timeout_us < 0)
         e.rnr_max_timeout_us = 500000;  // negative: the default
     get_bool(p, "trunc_ok", e.trunc_ok);
+    read_collectives(p, e);
     get_size(p, "default_cq_size", e.default_cq_size);
     get_size(p, "default_tx_size", e.default_tx_size);
     get_size(p, "default_rx_size", e.default_rx_size);

@@ -30,6 +30,10 @@ struct Env {
     // whether a truncated receive completes successfully (flagged FI_CXI_TRUNC).
     int rnr_max_timeout_us = 500000;
     bool trunc_ok = false;
+    // Collectives: how often a member waited for is looked at, and how long a call may
+    // wait for its members before it fails (FI_CXI_COLL_RETRY_USEC / _TIMEOUT_USEC).
+    int coll_retry_usec = 32000;
+    int coll_timeout_usec = 20000000;
     // Accepted for compatibility; documented as having no effect in software.
     bool odp = false, ats = false, optimized_mrs = true;
     // A soft NIC needs no second MR entry for remote CQ data, so fi_writedata is on by
