@@ -21,3 +21,16 @@ ok "Open MPI over cxi"
 export FI_CXI_RDZV_OFFLOAD=0 FI_CXI_MSG_OFFLOAD=0
 run || fail "mpirun, eager rendezvous and software matching"
 ok "Open MPI over cxi, FI_CXI_RDZV_OFFLOAD=0 FI_CXI_MSG_OFFLOAD=0"
+
+# cxi collectives between processes on this host: 2, 4 and 8 members (MPI over ob1+vader
+# only starts them and trades their addresses).
+if [ -n "${COLL_MPI:-}" ]; then
+    for np in 2 4 8; do
+        out=$(timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$np" --mca pml ob1 \
+            --mca btl self,vader -x FI_PROVIDER_PATH "$COLL_MPI" check 2>&1) ||
+            { echo "$out" | tail -30 >&2; fail "cxi collectives, $np processes"; }
+        grep -q "all collective checks passed ($np members)" <<<"$out" ||
+            { echo "$out" | tail -30 >&2; fail "cxi collectives, $np processes"; }
+        ok "cxi collectives between $np processes"
+    done
+fi

@@ -7,13 +7,20 @@
 #
 # NETNS_MPI=cxi (default): pml cm, mtl ofi, provider cxi, results checked by mpi_check.
 # NETNS_MPI=tcp: the same over libfabric's tcp provider (mtl ofi), and NETNS_MPI=ob1:
-# pml ob1 with btl tcp; both check the test bed itself without cxi.
+# pml ob1 with btl tcp; both check the test bed itself without cxi. NETNS_MPI=coll: cxi
+# collectives between the ranks (coll_mpi; MPI itself over pml ob1, btl tcp).
 # NETNS_LOSS=P: drop P % of the UDP datagrams (netns_drop) during the runs; opt-in.
 . "$(dirname "$0")/netns.sh"
 netns_require_root
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
-exe=${MPI_CHECK:?path of the mpi_check binary}
 mode=${NETNS_MPI:-cxi}
+passed="all checks passed"
+if [ "$mode" = coll ]; then
+    exe=${COLL_MPI:?path of the coll_mpi binary}
+    passed="all collective checks passed"
+else
+    exe=${MPI_CHECK:?path of the mpi_check binary}
+fi
 
 netns_up 9000
 [ -z "${NETNS_LOSS:-}" ] || netns_drop "$NETNS_LOSS"
@@ -60,9 +67,9 @@ tcp) transport=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "tcp;o
                 --mca btl self --mca mtl_base_verbose 100 -x FI_TCP_IFACE)
      export FI_TCP_IFACE=$NS_IF
      expect="mtl:ofi:provider: $NS_IF" ;;  # the tcp provider's domain: the interface
-ob1) transport=(--mca pml ob1 --mca btl "tcp,self" --mca btl_tcp_if_include "$NS_NET")
+ob1 | coll) transport=(--mca pml ob1 --mca btl "tcp,self" --mca btl_tcp_if_include "$NS_NET")
      expect="" ;;
-*) fail "NETNS_MPI=$mode: cxi, tcp or ob1" ;;
+*) fail "NETNS_MPI=$mode: cxi, tcp, ob1 or coll" ;;
 esac
 
 # One mpirun of mpi_check, one rank per namespace; both ranks must report their own host.
@@ -83,7 +90,7 @@ run() {
         run
         return
     fi
-    if [ $rc -ne 0 ] || ! grep -q "all checks passed" <<<"$out"; then
+    if [ $rc -ne 0 ] || ! grep -q "$passed" <<<"$out"; then
         echo "$out" | tail -40 >&2
         return 1
     fi
@@ -97,7 +104,7 @@ run() {
         echo "provider line '$expect' missing" >&2
         return 1
     fi
-    echo "$out" | grep -E '^rank |all checks passed'
+    echo "$out" | grep -E "^rank |$passed"
 }
 
 run || fail "mpirun across namespaces ($mode)"

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# 8-byte allreduce (INT64 SUM): fi_allreduce over cxi vs Open MPI's MPI_Allreduce (pml
+# ob1, btl vader, coll tuned) in the same run, by tests/integration/coll_mpi.c, for 2, 4
+# and 8 processes on this host. Each point is the median of REPEAT runs. With more ranks
+# than CPUs both sides yield the CPU while idle (Open MPI does so when oversubscribed).
+#
+#   bench/coll.sh [--quick]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+bench_plugins
+exe=${BUILD:-$PWD/build}/tests/integration/coll_mpi
+[ -x "$exe" ] || { echo "no $exe: build with Open MPI's headers installed" >&2; exit 1; }
+REPEAT=${REPEAT:-5}
+ITERS=${ITERS:-20000}
+NPS=${NPS:-2 4 8}
+if [ "${1:-}" = "--quick" ]; then REPEAT=1 ITERS=2000; fi
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+echo "| processes | fi_allreduce over cxi (usec) | MPI_Allreduce, ob1+vader (usec) | cxi/MPI (lower is better) |"
+echo "|---|---|---|---|"
+for np in $NPS; do
+    f=() m=()
+    for _ in $(seq "$REPEAT"); do
+        read -r _ a b < <(timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$np" \
+            --mca pml ob1 --mca btl self,vader -x FI_PROVIDER_PATH "$exe" bench "$ITERS" 2>/dev/null |
+            tail -1)
+        f+=("$a") m+=("$b")
+    done
+    a=$(printf '%s\n' "${f[@]}" | median)
+    b=$(printf '%s\n' "${m[@]}" | median)
+    r=$(awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
+    printf '| %s | %s | %s | %s |\n' "$np" "$a" "$b" "$r"
+done
