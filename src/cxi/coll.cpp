@@ -26,6 +26,13 @@ uint64_t now_ns() {
     return uint64_t(duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count());
 }
 
+// Small groups exchange contributions directly, everyone with everyone, and fold them
+// locally in rank order: one hop instead of two, the same bits on every member.
+constexpr size_t kDirectMax = 4;
+bool direct(size_t members, CollKind kind) {
+    return members <= kDirectMax && (kind == CollKind::kAllreduce || kind == CollKind::kBarrier);
+}
+
 uint64_t signature(const CollArgs &a) {
     return uint64_t(a.kind) | uint64_t(uint8_t(a.op)) << 8 | uint64_t(uint8_t(a.dt)) << 16 |
            uint64_t(a.count) << 32;
@@ -45,6 +52,8 @@ uint64_t members_hash(const std::vector<CxiAddr> &m) {
 }  // namespace
 
 struct CollEngine::Op {
+    bool used = false;  // the slot holds call `seq`
+    uint32_t seq = 0;
     bool posted = false;  // the local call was made (a root may hear from others first)
     CollArgs a{};
     size_t len = 0;
@@ -62,7 +71,29 @@ struct CollEngine::Group {
     uint32_t next_seq = 0;
     int failed = 0;  // the reduction error every later call gets once a member died
     size_t posted = 0;
-    std::map<uint32_t, Op> ops;  // by sequence number
+    // Calls by sequence number, in a ring of slots reused without allocation: members
+    // are at most a few calls apart (kMaxInFlight each), far fewer than kSlots.
+    static constexpr uint32_t kSlots = 4 * kMaxInFlight;
+    std::array<Op, kSlots> slots;
+
+    Op *find(uint32_t seq) {
+        Op &o = slots[seq % kSlots];
+        return o.used && o.seq == seq ? &o : nullptr;
+    }
+    // The slot of `seq`, made ready for it; null while an older call still holds it.
+    Op *claim(uint32_t seq) {
+        Op &o = slots[seq % kSlots];
+        if (o.used) return o.seq == seq ? &o : nullptr;
+        o.used = true;
+        o.seq = seq;
+        o.posted = false;
+        o.arrived = 0;
+        o.contrib.resize(members.size());  // allocates on a slot's first use only
+        o.sig.assign(members.size(), 0);
+        o.got.assign(members.size(), 0);
+        return &o;
+    }
+    void release(Op &o) { o.used = false; }
 };
 
 CollEngine::CollEngine(Context &ctx) : ctx_(ctx), domain_(ctx.domain()) {}
@@ -99,8 +130,8 @@ fi_addr_t CollEngine::join(std::vector<CxiAddr> members, uint32_t rank) {
 void CollEngine::leave(fi_addr_t a) {
     Group *g = group(a);
     if (!g) return;
-    for (auto &[seq, op] : g->ops)
-        if (op.posted) in_flight_--;
+    for (Op &op : g->slots)
+        if (op.used && op.posted) in_flight_--;
     groups_[a & ~kGroupAddrBit].reset();
 }
 
@@ -127,7 +158,9 @@ ssize_t CollEngine::post(fi_addr_t a, const CollArgs &args) {
     if (args.root >= g->members.size())
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "the root is not a member of the collective\n");
     if (g->posted >= kMaxInFlight) return -FI_EAGAIN;
-    Op &op = g->ops[g->next_seq];
+    Op *slot = g->claim(g->next_seq);
+    if (!slot) return -FI_EAGAIN;  // an older call still holds the slot
+    Op &op = *slot;
     uint32_t seq = g->next_seq++;
     op.posted = true;
     op.a = args;
@@ -137,33 +170,37 @@ ssize_t CollEngine::post(fi_addr_t a, const CollArgs &args) {
     in_flight_++;
     if (g->failed) {
         complete(*g, op, g->failed);
-        g->ops.erase(seq);
+        g->release(op);
         return 0;
     }
     contribute(*g, op);
-    auto it = g->ops.find(seq);
-    if (it != g->ops.end() && g->rank == args.root) try_finish(*g, it->second);
+    if (Op *still = g->find(seq); still && collects(*g, args)) try_finish(*g, *still);
     return 0;
 }
 
-// A member's contribution goes to the root; the root keeps its own.
+// Whether this member gathers the contributions of a call: its root, or everyone in a
+// direct exchange.
+bool CollEngine::collects(const Group &g, const CollArgs &a) const {
+    return g.rank == a.root || direct(g.members.size(), a.kind);
+}
+
+// A member's contribution goes to those who gather (the root, or everyone); they keep
+// their own.
 void CollEngine::contribute(Group &g, Op &op) {
     const CollArgs &a = op.a;
     const bool data = a.kind != CollKind::kBroadcast || g.rank == a.root;
-    uint32_t seq = g.next_seq - 1;
-    if (g.rank == a.root) {
-        op.contrib.resize(g.members.size());
-        op.sig.resize(g.members.size());
-        op.got.resize(g.members.size());
+    const uint32_t seq = op.seq;
+    if (collects(g, a)) {
         if (data && op.len) std::memcpy(op.contrib[g.rank].data(), a.buf, op.len);
         op.sig[g.rank] = signature(a);
-        return;
     }
     WireHdr h{};
     h.cookie = seq;
     h.cq_data = signature(a);
     h.msg_len = data ? op.len : 0;
-    send(g, a.root, h, data ? a.buf : nullptr);
+    const bool everyone = direct(g.members.size(), a.kind);
+    for (uint32_t r = 0; r < g.members.size() && !g.failed; r++)
+        if (r != g.rank && (everyone || r == a.root)) send(g, r, h, data ? a.buf : nullptr);
 }
 
 void CollEngine::send(Group &g, uint32_t to, WireHdr h, const void *data) {
@@ -220,16 +257,18 @@ void CollEngine::on_packet(const WireHdr &h, const uint8_t *payload) {
 void CollEngine::take(Group &g, uint32_t seq, uint32_t from, const WireHdr &h,
                       const uint8_t *payload) {
     if (g.failed) return;
-    if (seq < g.next_seq && !g.ops.count(seq)) return;  // a call already over: stale
+    if (seq < g.next_seq && !g.find(seq)) return;  // a call already over: stale
     if (seq - g.next_seq < UINT32_MAX / 2 && seq - g.next_seq >= 4 * kMaxInFlight) {
         domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);  // further ahead than members can be
         return;
     }
-    Op &op = g.ops[seq];
-    op.contrib.resize(g.members.size());
-    op.sig.resize(g.members.size());
-    op.got.resize(g.members.size());
-    if (op.got[from] || (op.posted && g.rank != op.a.root)) {
+    Op *slot = g.claim(seq);
+    if (!slot) {
+        domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
+        return;
+    }
+    Op &op = *slot;
+    if (op.got[from] || (op.posted && !collects(g, op.a))) {
         domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
         return;
     }
@@ -270,10 +309,9 @@ void CollEngine::try_finish(Group &g, Op &op) {
         }
     }
     const bool to_all = a.kind == CollKind::kAllreduce || a.kind == CollKind::kBroadcast;
-    uint32_t seq = g.next_seq;
-    for (auto &[s, o] : g.ops)
-        if (&o == &op) seq = s;
-    for (uint32_t r = 0; r < g.members.size(); r++) {
+    const bool everyone = direct(g.members.size(), a.kind);  // each member folds its own
+    const uint32_t seq = op.seq;
+    for (uint32_t r = 0; r < g.members.size() && !everyone; r++) {
         if (r == g.rank) continue;
         WireHdr h{};
         h.cookie = seq;
@@ -282,27 +320,28 @@ void CollEngine::try_finish(Group &g, Op &op) {
         h.msg_len = to_all && !err ? op.len : 0;
         send(g, r, h, h.msg_len ? out.data() : nullptr);
     }
+    if (!op.used || op.seq != seq) return;  // a send found a member gone: already failed
     if (!err && op.len && a.kind != CollKind::kBarrier && a.result &&
         a.kind != CollKind::kBroadcast)
         std::memcpy(a.result, out.data(), op.len);
     complete(g, op, err);
-    g.ops.erase(seq);
+    g.release(op);
 }
 
 void CollEngine::on_result(Group &g, const WireHdr &h, const uint8_t *payload) {
-    auto it = g.ops.find(uint32_t(h.cookie));
-    if (it == g.ops.end() || !it->second.posted || it->second.a.root != h.offset) {
+    Op *slot = g.find(uint32_t(h.cookie));
+    if (!slot || !slot->posted || slot->a.root != h.offset) {
         domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
         return;
     }
-    Op &op = it->second;
+    Op &op = *slot;
     int err = int(h.rdzv_addr);
     if (!err && h.payload && h.payload == op.len && op.a.result)
         std::memcpy(op.a.result, payload, h.payload);
     else if (!err && op.len && op.a.kind != CollKind::kBarrier && op.a.kind != CollKind::kReduce)
         err = FI_CXI_ERRNO_RED_OTHER;  // a result of the wrong size
     complete(g, op, err);
-    g.ops.erase(it);
+    g.release(op);
 }
 
 void CollEngine::complete(Group &g, Op &op, int prov_errno) {
@@ -328,20 +367,20 @@ void CollEngine::fail_group(Group &g, int prov_errno) {
     if (g.failed) return;
     g.failed = prov_errno;
     SN_WARN(FI_LOG_EP_DATA, "a member of a collective group is gone: its calls fail\n");
-    for (auto it = g.ops.begin(); it != g.ops.end();) {
-        Op &op = it->second;
-        if (op.posted && g.rank == op.a.root) {
+    for (Op &op : g.slots) {
+        if (!op.used) continue;
+        if (op.posted && g.rank == op.a.root && !direct(g.members.size(), op.a.kind)) {
             for (uint32_t r = 0; r < g.members.size(); r++) {
                 if (r == g.rank) continue;
                 WireHdr h{};
-                h.cookie = it->first;
+                h.cookie = op.seq;
                 h.cq_data = signature(op.a) | uint64_t(kResult) << 24;
                 h.rdzv_addr = uint64_t(prov_errno);
                 send(g, r, h, nullptr);
             }
         }
         if (op.posted) complete(g, op, prov_errno);
-        it = g.ops.erase(it);
+        g.release(op);
     }
 }
 
@@ -362,8 +401,8 @@ void CollEngine::peer_failed(uint32_t nic, uint32_t pid) {
 void CollEngine::check_members(Group &g, uint64_t now) {
     const uint64_t retry_ns = uint64_t(env().coll_retry_usec) * 1000;
     const uint64_t timeout_ns = uint64_t(env().coll_timeout_usec) * 1000;
-    for (auto &[seq, op] : g.ops) {
-        if (!op.posted || now - op.probed_ns < retry_ns) continue;
+    for (Op &op : g.slots) {
+        if (!op.used || !op.posted || now - op.probed_ns < retry_ns) continue;
         if (now - op.posted_ns >= timeout_ns) {
             SN_WARN(FI_LOG_EP_DATA, "a collective call timed out waiting for its members\n");
             fail_group(g, FI_CXI_ERRNO_RED_MC_FAILURE);
@@ -371,7 +410,7 @@ void CollEngine::check_members(Group &g, uint64_t now) {
         }
         op.probed_ns = now;
         for (uint32_t r = 0; r < g.members.size(); r++) {
-            bool waited_for = g.rank == op.a.root ? r != g.rank && !op.got[r] : r == op.a.root;
+            bool waited_for = collects(g, op.a) ? r != g.rank && !op.got[r] : r == op.a.root;
             if (!waited_for) continue;
             const CxiAddr &m = g.members[r];
             PeerLinks &links = ctx_.links();

@@ -1,10 +1,11 @@
 // The collective engine of a context (fi_collective(3) as fi_cxi(7) offers it): groups
 // joined over AV sets, and barrier, broadcast, reduce and allreduce of up to 32 bytes on
-// them. The hardware reduces in the switches; here the root member does: every member
-// sends its contribution to the root (`kColl` packets over the context's links, shared
-// memory or UDP alike), the root folds them in rank order once all have arrived and
-// sends the result to every member. Rank order makes every result the same bits on
-// every member, whatever the arrival order (FI_CXI_REPSUM's promise).
+// them. The hardware reduces in the switches; here the members do: every member sends
+// its contribution to the root (`kColl` packets over the context's links, shared memory
+// or UDP alike), the root folds them in rank order once all have arrived and sends the
+// result to every member. Allreduce and barrier in groups of up to 4 skip the second hop:
+// every member sends to every other and folds for itself. Rank order makes every result
+// the same bits on every member, whatever the arrival order (FI_CXI_REPSUM's promise).
 #pragma once
 
 #include <rdma/fi_domain.h>
@@ -65,6 +66,7 @@ class CollEngine {
     struct Group;
     Group *group(fi_addr_t a) const;
     Group *group_by_key(uint64_t key) const;
+    bool collects(const Group &g, const CollArgs &a) const;
     void contribute(Group &g, Op &op);
     void take(Group &g, uint32_t seq, uint32_t from, const WireHdr &h, const uint8_t *payload);
     void try_finish(Group &g, Op &op);
