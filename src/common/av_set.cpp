@@ -68,8 +68,9 @@ const AvSet *AvSet::of(const fid_av_set *set) {
     return owner_of<AvSet>(const_cast<fid_av_set *>(set));
 }
 
-// attr: FI_UNIVERSE (every address of the AV), or start_addr..end_addr by stride
-// (start_addr FI_ADDR_NOTAVAIL: an empty set).
+// attr: FI_UNIVERSE (every address of the AV), or start_addr..end_addr by stride (0 is
+// taken as 1; addresses of the range not in the AV are skipped; at most `count` when it
+// is not 0), or an empty set (start_addr FI_ADDR_NOTAVAIL).
 int AvSet::open(Av &av, const fi_av_set_attr *attr, fid_av_set **set, void *context) {
     if (!attr || !set) SN_REJECT(-FI_EINVAL, FI_LOG_AV, "NULL AV set attributes or set\n");
     if (attr->flags & ~FI_UNIVERSE)

@@ -19,7 +19,7 @@ namespace {
 // the sender's rank, cq_data = kind | op << 8 | dt << 16 | flags << 24 | count << 32,
 // rdzv_addr = a result's reduction error (FI_CXI_ERRNO_RED_*), payload = the bytes.
 enum CollFlags : uint8_t { kResult = 1, kProbe = 2 };
-constexpr size_t kMaxUnjoined = 1024;  // packets held for groups not joined here yet
+constexpr size_t kMaxUnjoined = 8192;  // packets held for groups not joined here yet
 
 uint64_t now_ns() {
     using namespace std::chrono;
@@ -33,9 +33,19 @@ bool direct(size_t members, CollKind kind) {
     return members <= kDirectMax && (kind == CollKind::kAllreduce || kind == CollKind::kBarrier);
 }
 
+// The shape of a call, which every member must agree on: kind, op, datatype, count (at
+// most 32: 6 bits) and root (24 bits). Bits 24-31 carry the packet's flags.
 uint64_t signature(const CollArgs &a) {
     return uint64_t(a.kind) | uint64_t(uint8_t(a.op)) << 8 | uint64_t(uint8_t(a.dt)) << 16 |
-           uint64_t(a.count) << 32;
+           uint64_t(a.count & 0xff) << 32 | uint64_t(a.root & 0xffffff) << 40;
+}
+
+// The payload a contribution of this shape carries (a broadcast's only from its root).
+size_t payload_of(uint64_t sig, uint32_t from) {
+    auto kind = CollKind(sig & 0xff);
+    if (kind > CollKind::kAllreduce) return SIZE_MAX;  // no such call: a mismatch
+    if (kind == CollKind::kBroadcast && from != uint32_t(sig >> 40)) return 0;
+    return coll_bytes(kind, int(uint8_t(sig >> 8)), int(uint8_t(sig >> 16)), (sig >> 32) & 0xff);
 }
 
 // Same members in the same order on every member: the same key. The n-th join of one
@@ -130,8 +140,8 @@ fi_addr_t CollEngine::join(std::vector<CxiAddr> members, uint32_t rank) {
 void CollEngine::leave(fi_addr_t a) {
     Group *g = group(a);
     if (!g) return;
-    for (Op &op : g->slots)
-        if (op.used && op.posted) in_flight_--;
+    for (Op &op : g->slots)  // calls still in flight end, canceled
+        if (op.used && op.posted) complete(*g, op, FI_CXI_ERRNO_RED_MC_FAILURE, FI_ECANCELED);
     groups_[a & ~kGroupAddrBit].reset();
 }
 
@@ -157,6 +167,8 @@ ssize_t CollEngine::post(fi_addr_t a, const CollArgs &args) {
     if (!g) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "0x%lx is not a joined collective\n", a);
     if (args.root >= g->members.size())
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "the root is not a member of the collective\n");
+    if (args.kind == CollKind::kReduce && args.root == g->rank && !args.result)
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL result buffer at the reduce's root\n");
     if (g->posted >= kMaxInFlight) return -FI_EAGAIN;
     Op *slot = g->claim(g->next_seq);
     if (!slot) return -FI_EAGAIN;  // an older call still holds the slot
@@ -242,7 +254,8 @@ void CollEngine::on_packet(const WireHdr &h, const uint8_t *payload) {
         if (h.payload) std::memcpy(held.second.data(), payload, h.payload);
         return;
     }
-    if (h.offset >= g->members.size() || h.offset == g->rank) {
+    if (h.offset >= g->members.size() || h.offset == g->rank ||
+        g->members[h.offset].nic != h.src_nic || g->members[h.offset].pid != h.src_pid) {
         SN_WARN(FI_LOG_EP_DATA, "dropping a collective packet of no member\n");
         domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
         return;
@@ -256,10 +269,19 @@ void CollEngine::on_packet(const WireHdr &h, const uint8_t *payload) {
 // Root: one member's contribution (it may come before our own call).
 void CollEngine::take(Group &g, uint32_t seq, uint32_t from, const WireHdr &h,
                       const uint8_t *payload) {
-    if (g.failed) return;
-    if (seq < g.next_seq && !g.find(seq)) return;  // a call already over: stale
-    if (seq - g.next_seq < UINT32_MAX / 2 && seq - g.next_seq >= 4 * kMaxInFlight) {
-        domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);  // further ahead than members can be
+    if (g.failed) {  // the sender may be waiting on us: tell it
+        WireHdr r{};
+        r.cookie = seq;
+        r.cq_data = (h.cq_data & ~(0xffULL << 24)) | uint64_t(kResult) << 24;
+        r.rdzv_addr = uint64_t(g.failed);
+        send(g, from, r, nullptr);
+        return;
+    }
+    // Sequence numbers wrap: compare by distance. Behind us: a call already over (stale);
+    // ahead by more than members can be apart: forged.
+    const int32_t ahead = int32_t(seq - g.next_seq);
+    if (ahead < 0 ? !g.find(seq) : ahead >= int32_t(Group::kSlots - kMaxInFlight)) {
+        domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
         return;
     }
     Op *slot = g.claim(seq);
@@ -275,6 +297,7 @@ void CollEngine::take(Group &g, uint32_t seq, uint32_t from, const WireHdr &h,
     op.got[from] = 1;
     op.arrived++;
     op.sig[from] = h.cq_data & ~(0xffULL << 24);
+    if (h.payload != payload_of(op.sig[from], from)) op.sig[from] = ~0ULL;  // a mismatch
     if (h.payload) std::memcpy(op.contrib[from].data(), payload, h.payload);
     if (op.posted) try_finish(g, op);
 }
@@ -294,13 +317,16 @@ void CollEngine::try_finish(Group &g, Op &op) {
         if (a.op == FI_CXI_REPSUM) {
             for (size_t i = 0; i < a.count; i++) {
                 RepSum sum;
+                bool given_inf = false;
                 for (const auto &c : op.contrib) {
                     double x;
                     std::memcpy(&x, c.data() + 8 * i, 8);
-                    if (std::isnan(x)) err = FI_CXI_ERRNO_RED_FLT_INVALID;
+                    given_inf |= std::isinf(x);
                     sum.add(x);
                 }
                 double v = sum.value();
+                if (std::isnan(v)) err = FI_CXI_ERRNO_RED_FLT_INVALID;  // a NaN, or inf - inf
+                if (std::isinf(v) && !given_inf) err = FI_CXI_ERRNO_RED_FLT_OVERFLOW;
                 std::memcpy(out.data() + 8 * i, &v, 8);
             }
         } else {
@@ -330,12 +356,17 @@ void CollEngine::try_finish(Group &g, Op &op) {
 
 void CollEngine::on_result(Group &g, const WireHdr &h, const uint8_t *payload) {
     Op *slot = g.find(uint32_t(h.cookie));
-    if (!slot || !slot->posted || slot->a.root != h.offset) {
+    // Results come from the call's root; news of a failure from any member.
+    if (!slot || !slot->posted || (slot->a.root != h.offset && !h.rdzv_addr)) {
         domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
         return;
     }
     Op &op = *slot;
     int err = int(h.rdzv_addr);
+    if (err == FI_CXI_ERRNO_RED_MC_FAILURE) {  // a member is gone: so is the group
+        fail_group(g, err);
+        return;
+    }
     if (!err && h.payload && h.payload == op.len && op.a.result)
         std::memcpy(op.a.result, payload, h.payload);
     else if (!err && op.len && op.a.kind != CollKind::kBarrier && op.a.kind != CollKind::kReduce)
@@ -344,7 +375,7 @@ void CollEngine::on_result(Group &g, const WireHdr &h, const uint8_t *payload) {
     g.release(op);
 }
 
-void CollEngine::complete(Group &g, Op &op, int prov_errno) {
+void CollEngine::complete(Group &g, Op &op, int prov_errno, int err) {
     g.posted--;
     in_flight_--;
     const CompletionBind &b = ctx_.tx_bind();
@@ -356,7 +387,7 @@ void CollEngine::complete(Group &g, Op &op, int prov_errno) {
     ErrorCompletion e;
     e.entry.op_context = op.a.context;
     e.entry.flags = FI_COLLECTIVE;
-    e.entry.err = FI_EIO;
+    e.entry.err = err;
     e.entry.prov_errno = prov_errno;
     b.cq->push_error(e);
 }

@@ -72,7 +72,7 @@ class CollEngine {
     void try_finish(Group &g, Op &op);
     void on_result(Group &g, const WireHdr &h, const uint8_t *payload);
     void send(Group &g, uint32_t to, WireHdr h, const void *data);
-    void complete(Group &g, Op &op, int prov_errno);
+    void complete(Group &g, Op &op, int prov_errno, int err = FI_EIO);
     void fail_group(Group &g, int prov_errno);
     void check_members(Group &g, uint64_t now_ns);
 

@@ -73,6 +73,7 @@ int reduce_double(int op, double &a, double b) {
         default: {
             if (std::isnan(a) || std::isnan(b)) return FI_CXI_ERRNO_RED_FLT_INVALID;
             double s = a + b;
+            if (std::isnan(s)) return FI_CXI_ERRNO_RED_FLT_INVALID;  // inf - inf
             if (std::isinf(s) && !std::isinf(a) && !std::isinf(b))
                 return FI_CXI_ERRNO_RED_FLT_OVERFLOW;
             a = s;
@@ -149,7 +150,13 @@ int coll_reduce(int op, int dt, uint8_t *acc, const uint8_t *in, size_t count) {
 }
 
 void RepSum::add(double x) {
-    double t = sum + x;  // Neumaier: keep what the addition rounded away
+    double t = sum + x;
+    if (!std::isfinite(t)) {  // an infinity (given, or reached): nothing to compensate
+        sum = t;
+        comp = 0;
+        return;
+    }
+    // Neumaier: keep what the addition rounded away.
     comp += std::fabs(sum) >= std::fabs(x) ? (sum - t) + x : (x - t) + sum;
     sum = t;
 }

@@ -157,7 +157,12 @@ int coll_join(fid_ep *ep, const void *addr, uint64_t flags, fid_mc **mc, void *c
     std::vector<CxiAddr> members;
     int rank = -1;
     for (fi_addr_t a : set->members()) {
+        if (!v->ep->av()->entry(a))
+            SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "member fi_addr %lu left the AV\n", a);
         CxiAddr m = member_addr(*v->ep->av(), a);
+        for (const CxiAddr &o : members)
+            if (o.nic == m.nic && o.pid == m.pid)
+                SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "an endpoint is in the set twice\n");
         if (m.nic == v->ep->domain().nic().addr && m.pid == v->ctx->pid())
             rank = int(members.size());
         members.push_back(m);
