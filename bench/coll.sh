@@ -5,6 +5,9 @@
 # than CPUs both sides yield the CPU while idle (Open MPI does so when oversubscribed).
 #
 #   bench/coll.sh [--quick]
+#
+# NETNS=1 (root): also 2 processes in two network namespaces over a veth (cxi over UDP;
+# Open MPI with pml ob1, btl tcp), through tests/integration/test_netns_mpi.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -32,3 +35,16 @@ for np in $NPS; do
     r=$(awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
     printf '| %s | %s | %s | %s |\n' "$np" "$a" "$b" "$r"
 done
+
+if [ "${NETNS:-0}" = 1 ]; then
+    f=() m=()
+    for _ in $(seq "$REPEAT"); do
+        read -r _ a b < <(NETNS_MPI=coll COLL_MPI="$exe" COLL_ARGS="bench $ITERS" \
+            tests/integration/test_netns_mpi.sh 2>/dev/null | grep -E '^2 [0-9.]+ [0-9.]+$')
+        f+=("$a") m+=("$b")
+    done
+    a=$(printf '%s\n' "${f[@]}" | median)
+    b=$(printf '%s\n' "${m[@]}" | median)
+    r=$(awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
+    printf '| 2, two namespaces (MPI: btl tcp) | %s | %s | %s |\n' "$a" "$b" "$r"
+fi

@@ -8,7 +8,8 @@
 # NETNS_MPI=cxi (default): pml cm, mtl ofi, provider cxi, results checked by mpi_check.
 # NETNS_MPI=tcp: the same over libfabric's tcp provider (mtl ofi), and NETNS_MPI=ob1:
 # pml ob1 with btl tcp; both check the test bed itself without cxi. NETNS_MPI=coll: cxi
-# collectives between the ranks (coll_mpi; MPI itself over pml ob1, btl tcp).
+# collectives between the ranks (coll_mpi; MPI itself over pml ob1, btl tcp; COLL_ARGS
+# are coll_mpi's arguments, "bench N" for bench/coll.sh).
 # NETNS_LOSS=P: drop P % of the UDP datagrams (netns_drop) during the runs; opt-in.
 . "$(dirname "$0")/netns.sh"
 netns_require_root
@@ -77,8 +78,8 @@ run() {
     local out rc
     # shellcheck disable=SC2016  # expanded by the rank's shell
     out=$(cd "$dir" && in_a timeout "${MPI_TIMEOUT:-40}" mpirun "${common[@]}" "${transport[@]}" \
-        sh -c 'echo "rank ${OMPI_COMM_WORLD_RANK:-?} netns $(ip netns identify) $FI_CXI_SOFT_NICS"; exec "$0"' \
-        "$exe" 2>&1)
+        sh -c 'echo "rank ${OMPI_COMM_WORLD_RANK:-?} netns $(ip netns identify) $FI_CXI_SOFT_NICS"; exec "$0" "$@"' \
+        "$exe" ${COLL_ARGS:-} 2>&1)
     rc=$?
     # About one launch in ten, ORTE's daemon for the first namespace never reports and
     # mpirun waits with no rank started (seen with the tcp provider too): that is the
@@ -104,7 +105,8 @@ run() {
         echo "provider line '$expect' missing" >&2
         return 1
     fi
-    echo "$out" | grep -E "^rank |$passed"
+    # (coll_mpi's bench mode adds its "members fi_usec mpi_usec" line.)
+    echo "$out" | grep -E "^rank |$passed|^[0-9]+ [0-9.]+ [0-9.]+$"
 }
 
 run || fail "mpirun across namespaces ($mode)"
