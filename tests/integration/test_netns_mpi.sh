@@ -50,14 +50,16 @@ EOF
 chmod +x "$dir/agent"
 printf 'hostA slots=1\nhostB slots=1\n' >"$dir/hosts"
 
-common=(--allow-run-as-root --oversubscribe -np 2 --map-by node
+# --bind-to none: each namespace's ORTE would bind its rank to core 0, and the two ranks
+# (one machine underneath) would share one CPU.
+common=(--allow-run-as-root --oversubscribe -np 2 --map-by node --bind-to none
         --hostfile "$dir/hosts"
         --mca plm_rsh_agent "$dir/agent" --mca plm_rsh_no_tree_spawn 1
         --mca oob_tcp_if_include "$NS_NET" -x FI_PROVIDER_PATH)
 export FI_CXI_RDZV_OFFLOAD=${FI_CXI_RDZV_OFFLOAD:-1} FI_CXI_MSG_OFFLOAD=${FI_CXI_MSG_OFFLOAD:-1}
 # The provider's knobs reach the ranks when set here (mpirun warns about -x of unset ones).
 for var in FI_CXI_RDZV_OFFLOAD FI_CXI_MSG_OFFLOAD FI_CXI_UDP_RETRY_LIMIT FI_CXI_UDP_DEAD_TIMEOUT FI_CXI_FAULTS \
-    FI_CXI_UDP_PORT_BASE FI_LOG_LEVEL; do
+    FI_CXI_UDP_PORT_BASE FI_CXI_OFFLOAD FI_CXI_COLL_RETRY_USEC FI_LOG_LEVEL; do
     [ -n "${!var:-}" ] && common+=(-x "$var")
 done
 case $mode in
