@@ -79,16 +79,19 @@ esac
 run() {
     local out rc
     # shellcheck disable=SC2016  # expanded by the rank's shell
-    out=$(cd "$dir" && in_a timeout "${MPI_TIMEOUT:-40}" mpirun "${common[@]}" "${transport[@]}" \
+    out=$(cd "$dir" && in_a timeout "${MPI_TIMEOUT:-25}" mpirun "${common[@]}" "${transport[@]}" \
         sh -c 'echo "rank ${OMPI_COMM_WORLD_RANK:-?} netns $(ip netns identify) $FI_CXI_SOFT_NICS"; exec "$0" "$@"' \
         "$exe" ${COLL_ARGS:-} 2>&1)
     rc=$?
     # About one launch in ten, ORTE's daemon for the first namespace never reports and
-    # mpirun waits with no rank started (seen with the tcp provider too): that is the
-    # launcher, not the transport under test, so launch again. A hang after the ranks
-    # started still fails.
-    if [ $rc -eq 124 ] && ! grep -q '^rank ' <<<"$out" && [ "${launch_retry:-0}" -lt 2 ]; then
+    # mpirun waits with no rank started (seen with the tcp provider too; failures come in
+    # runs): that is the launcher, not the transport under test, so launch again, after
+    # killing the daemons the stuck launch left behind. A hang after the ranks started
+    # still fails.
+    if [ $rc -eq 124 ] && ! grep -q '^rank ' <<<"$out" && [ "${launch_retry:-0}" -lt 4 ]; then
         echo "mpirun never started the ranks; launching again" >&2
+        pkill -f -- "$dir/agent" 2>/dev/null || true
+        sleep 1
         launch_retry=$((${launch_retry:-0} + 1))
         run
         return
