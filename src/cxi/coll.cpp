@@ -3,10 +3,10 @@
 #include <rdma/fi_collective.h>
 #include <rdma/fi_cxi_ext.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstring>
 
+#include "common/clock.hpp"
 #include "common/log.hpp"
 #include "cxi/context.hpp"
 #include "cxi/domain.hpp"
@@ -20,11 +20,6 @@ namespace {
 // rdzv_addr = a result's reduction error (FI_CXI_ERRNO_RED_*), payload = the bytes.
 enum CollFlags : uint8_t { kResult = 1, kProbe = 2 };
 constexpr size_t kMaxUnjoined = 8192;  // packets held for groups not joined here yet
-
-uint64_t now_ns() {
-    using namespace std::chrono;
-    return uint64_t(duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count());
-}
 
 // Small groups exchange contributions directly, everyone with everyone, and fold them
 // locally in rank order: one hop instead of two, the same bits on every member.
@@ -177,7 +172,7 @@ ssize_t CollEngine::post(fi_addr_t a, const CollArgs &args) {
     op.posted = true;
     op.a = args;
     op.len = coll_bytes(args.kind, args.op, args.dt, args.count);
-    op.posted_ns = op.probed_ns = now_ns();
+    op.posted_ns = op.probed_ns = monotonic_ns();
     g->posted++;
     in_flight_++;
     if (g->failed) {
@@ -460,7 +455,7 @@ void CollEngine::check_members(Group &g, uint64_t now) {
 
 void CollEngine::progress() {
     if ((++calls_ & 255) != 0) return;
-    uint64_t now = now_ns();
+    uint64_t now = monotonic_ns();
     for (auto &g : groups_)
         if (g && g->posted && !g->failed) check_members(*g, now);
 }

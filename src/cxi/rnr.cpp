@@ -7,8 +7,8 @@
 #include <rdma/fi_cxi_ext.h>
 
 #include <algorithm>
-#include <chrono>
 
+#include "common/clock.hpp"
 #include "common/log.hpp"
 #include "cxi/context.hpp"
 
@@ -16,8 +16,7 @@ namespace softnic::cxi {
 namespace {
 
 uint64_t now_us() {
-    using namespace std::chrono;
-    return uint64_t(duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count());
+    return monotonic_ns() / 1000;
 }
 
 uint64_t backoff_us(uint32_t tries) {

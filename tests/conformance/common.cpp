@@ -518,4 +518,37 @@ std::vector<size_t> pingpong_sizes() {
     return v;
 }
 
+void CollGroup::close() {
+    if (mc) fi_close(&mc->fid);
+    mc = nullptr;
+    set.reset();
+}
+
+void join_group(CollGroup &g, fid_fabric *fabric, Endpoint &ep,
+                const std::vector<fi_addr_t> &members, void *context, bool by_set_addr,
+                const Loc &loc) {
+    auto check = [&](long rc, const char *what) {
+        if (rc) fail(std::string(what) + " returned " + rc_str(rc), loc);
+    };
+    fi_eq_attr ea{};
+    check(try_open(g.eq, [&](auto **out) { return fi_eq_open(fabric, &ea, out, nullptr); }),
+          "fi_eq_open");
+    check(fi_ep_bind(ep.ep(), &g.eq.get()->fid, 0), "fi_ep_bind(eq)");
+    fi_av_set_attr sa{};
+    sa.start_addr = FI_ADDR_NOTAVAIL;
+    check(try_open(g.set, [&](auto **out) { return fi_av_set(ep.av(), &sa, out, nullptr); }),
+          "fi_av_set");
+    for (fi_addr_t a : members)
+        check(fi_av_set_insert(g.set.get(), a), "fi_av_set_insert");
+    fi_addr_t coll = FI_ADDR_NOTAVAIL;
+    if (by_set_addr) check(fi_av_set_addr(g.set.get(), &coll), "fi_av_set_addr");
+    check(fi_join_collective(ep.ep(), coll, g.set.get(), 0, &g.mc, context), "fi_join_collective");
+    uint32_t event = 0;
+    fi_eq_entry ev{};
+    if (fi_eq_read(g.eq.get(), &event, &ev, sizeof(ev), 0) != ssize_t(sizeof(ev)))
+        fail("no event on the EQ after fi_join_collective", loc);
+    if (event != FI_JOIN_COMPLETE || ev.fid != &g.mc->fid || ev.context != context)
+        fail("the join's event is not FI_JOIN_COMPLETE for its mc and context", loc);
+}
+
 }  // namespace cxit

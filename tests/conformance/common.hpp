@@ -7,6 +7,7 @@
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
+#include <rdma/fi_collective.h>
 #include <rdma/fi_cxi_ext.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
@@ -276,5 +277,22 @@ std::vector<uint8_t> encode_addr(uint32_t nic, uint32_t pid);
 // Sizes used by the pingpong tests: 0, powers of two up to 4 MiB, plus odd
 // sizes around every protocol boundary.
 std::vector<size_t> pingpong_sizes();
+
+// A collective group joined by one endpoint: an EQ bound to it, the AV set of the members
+// in rank order, the mc. Closing (or destroying) it leaves the group.
+struct CollGroup {
+    Fid<fid_eq> eq;
+    Fid<fid_av_set> set;
+    fid_mc *mc = nullptr;
+    fi_addr_t addr() const { return fi_mc_addr(mc); }
+    void close();
+    ~CollGroup() { close(); }
+};
+// Joins `members` (fi_addrs of ep's AV, in rank order) and checks the FI_JOIN_COMPLETE
+// event on the EQ (its fid is the mc, its context `context`). The join names the set by
+// its fi_av_set_addr, or by FI_ADDR_NOTAVAIL when `by_set_addr` is false.
+void join_group(CollGroup &g, fid_fabric *fabric, Endpoint &ep,
+                const std::vector<fi_addr_t> &members, void *context = nullptr,
+                bool by_set_addr = true, const Loc &loc = Loc::current());
 
 }  // namespace cxit

@@ -217,36 +217,20 @@ int run_coll(Ctx &c) {
     fi_addr_t test = exchange(*ep, c.fd);
     fi_addr_t self = ep->insert(ep->name());
     InfoPtr info = get_info(o, c.domain);
-    fi_eq_attr ea{};
-    Fid<fid_eq> eq;
-    CXIT_CHECK(CXIT_OPEN(eq, fi_eq_open(c.session.fabric(info.get()), &ea, OUT, nullptr)));
-    CXIT_CHECK(fi_ep_bind(ep->ep(), &eq.get()->fid, 0));
-    fi_av_set_attr sa{};
-    sa.start_addr = FI_ADDR_NOTAVAIL;
-    Fid<fid_av_set> set;
-    CXIT_CHECK(CXIT_OPEN(set, fi_av_set(ep->av(), &sa, OUT, nullptr)));
-    CXIT_CHECK(fi_av_set_insert(set.get(), test));
-    CXIT_CHECK(fi_av_set_insert(set.get(), self));
-    fid_mc *mc = nullptr;
-    CXIT_CHECK(fi_join_collective(ep->ep(), FI_ADDR_NOTAVAIL, set.get(), 0, &mc, nullptr));
-    uint32_t event = 0;
-    fi_eq_entry ev{};
-    if (fi_eq_read(eq.get(), &event, &ev, sizeof(ev), 0) != ssize_t(sizeof(ev)) ||
-        event != FI_JOIN_COMPLETE)
-        fail("no FI_JOIN_COMPLETE", __FILE__, __LINE__);
+    CollGroup g;
+    join_group(g, c.session.fabric(info.get()), *ep, {test, self}, nullptr, false);
     proc::send_str(c.fd, "J");
     int64_t mine = 5, sum = 0;
     int ctx = 0;
     post(
         [&] {
-            return fi_allreduce(ep->ep(), &mine, 1, nullptr, &sum, nullptr, fi_mc_addr(mc),
-                                FI_INT64, FI_SUM, 0, &ctx);
+            return fi_allreduce(ep->ep(), &mine, 1, nullptr, &sum, nullptr, g.addr(), FI_INT64,
+                                FI_SUM, 0, &ctx);
         },
         "fi_allreduce");
     wait_comp(ep->tx(), &ctx, "allreduce");
     proc::send_str(c.fd, std::to_string(sum));
     proc::expect_str(c.fd, "BYE");  // killed before that
-    fi_close(&mc->fid);
     return g_failed ? 1 : 0;
 }
 

@@ -28,14 +28,12 @@ std::vector<uint8_t> name_of(fid_ep *ep) {
 
 class CollTest : public TransportTest {
   protected:
-    // One member of the group: its endpoint, EQ, set and joined mc.
+    // One member of the group: its endpoint and joined group.
     struct Member {
         Endpoint *e = nullptr;
-        Fid<fid_eq> eq;
-        Fid<fid_av_set> set;
-        fid_mc *mc = nullptr;
+        CollGroup g;
         fi_addr_t self = FI_ADDR_NOTAVAIL, peer = FI_ADDR_NOTAVAIL;
-        fi_addr_t group() const { return fi_mc_addr(mc); }
+        fi_addr_t group() const { return g.addr(); }
     };
 
     void SetUp() override {
@@ -49,36 +47,8 @@ class CollTest : public TransportTest {
         a_.peer = p_.a2b;
         b_.self = b_.e->insert(name_of(b_.e->ep()));
         b_.peer = p_.b2a;
-        join(a_, {a_.self, a_.peer});
-        join(b_, {b_.peer, b_.self});
-        wait_joined(a_);
-        wait_joined(b_);
-    }
-    void TearDown() override {
-        for (Member *m : {&a_, &b_})
-            if (m->mc) fi_close(&m->mc->fid);
-    }
-
-    void join(Member &m, std::vector<fi_addr_t> order) {
-        fi_eq_attr ea{};
-        ASSERT_OK(CXIT_OPEN(m.eq, fi_eq_open(fabric(), &ea, OUT, nullptr)));
-        ASSERT_OK(fi_ep_bind(m.e->ep(), &m.eq.get()->fid, 0));
-        fi_av_set_attr sa{};
-        sa.start_addr = FI_ADDR_NOTAVAIL;
-        ASSERT_OK(CXIT_OPEN(m.set, fi_av_set(m.e->av(), &sa, OUT, nullptr)));
-        for (fi_addr_t a : order)
-            ASSERT_OK(fi_av_set_insert(m.set.get(), a));
-        fi_addr_t coll = 0;
-        ASSERT_OK(fi_av_set_addr(m.set.get(), &coll));
-        ASSERT_OK(fi_join_collective(m.e->ep(), coll, m.set.get(), 0, &m.mc, &m));
-    }
-    void wait_joined(Member &m) {
-        uint32_t event = 0;
-        fi_eq_entry ev{};
-        ASSERT_EQ(ssize_t(sizeof(ev)), fi_eq_read(m.eq.get(), &event, &ev, sizeof(ev), 0));
-        EXPECT_EQ(uint32_t(FI_JOIN_COMPLETE), event);
-        EXPECT_EQ(&m.mc->fid, ev.fid);
-        EXPECT_EQ(&m, ev.context);
+        join_group(a_.g, fabric(), *a_.e, {a_.self, a_.peer}, &a_);
+        join_group(b_.g, fabric(), *b_.e, {b_.peer, b_.self}, &b_);
     }
 
     // allreduce of `in_a` and `in_b` (count elements of dt); both results into `out_*`.
@@ -101,7 +71,7 @@ class CollTest : public TransportTest {
         wait_comp(b_.e->tx(), &cb, "allreduce b");
     }
 
-    Pair p_;
+    Pair p_;  // declared first: the groups close before the endpoints
     Member a_, b_;
 };
 
@@ -299,9 +269,7 @@ TEST_P(CollTest, EightInFlightThenTheNinthWaits) {
 }
 
 TEST_P(CollTest, AMemberThatLeftFailsTheGroup) {
-    fi_close(&b_.mc->fid);
-    b_.mc = nullptr;
-    b_.set.reset();
+    b_.g.close();
     p_.b.reset();  // its endpoint closes: its ring or port goes away
     int ca = 0;
     ASSERT_OK(fi_barrier(a_.e->ep(), a_.group(), &ca));
@@ -328,23 +296,12 @@ TEST_F(CollGroupTest, FourMembersOverBothTransports) {
     for (auto &e : eps)
         names.push_back(name_of(e->ep()));
     const size_t n = eps.size();
-    std::vector<Fid<fid_eq>> eqs(n);
-    std::vector<Fid<fid_av_set>> sets(n);
-    std::vector<fid_mc *> mcs(n, nullptr);
+    std::vector<CollGroup> groups(n);
     std::vector<std::vector<fi_addr_t>> addr(n);
     for (size_t i = 0; i < n; i++) {
         for (auto &name : names)
             addr[i].push_back(eps[i]->insert(name));
-        fi_eq_attr ea{};
-        ASSERT_OK(CXIT_OPEN(eqs[i], fi_eq_open(fabric(), &ea, OUT, nullptr)));
-        ASSERT_OK(fi_ep_bind(eps[i]->ep(), &eqs[i].get()->fid, 0));
-        fi_av_set_attr sa{};
-        sa.start_addr = FI_ADDR_NOTAVAIL;
-        ASSERT_OK(CXIT_OPEN(sets[i], fi_av_set(eps[i]->av(), &sa, OUT, nullptr)));
-        for (fi_addr_t a : addr[i])
-            ASSERT_OK(fi_av_set_insert(sets[i].get(), a));
-        ASSERT_OK(
-            fi_join_collective(eps[i]->ep(), FI_ADDR_NOTAVAIL, sets[i].get(), 0, &mcs[i], nullptr));
+        join_group(groups[i], fabric(), *eps[i], addr[i], nullptr, false);
     }
     std::vector<int64_t> in(n), out(n, 0);
     std::vector<int> ctx(n);
@@ -353,7 +310,7 @@ TEST_F(CollGroupTest, FourMembersOverBothTransports) {
         post(
             [&] {
                 return fi_allreduce(eps[i]->ep(), &in[i], 1, nullptr, &out[i], nullptr,
-                                    fi_mc_addr(mcs[i]), FI_INT64, FI_SUM, 0, &ctx[i]);
+                                    groups[i].addr(), FI_INT64, FI_SUM, 0, &ctx[i]);
             },
             "allreduce");
     }
@@ -366,7 +323,7 @@ TEST_F(CollGroupTest, FourMembersOverBothTransports) {
     for (size_t i = 0; i < n; i++)
         post(
             [&] {
-                return fi_broadcast(eps[i]->ep(), &word[i], 1, nullptr, fi_mc_addr(mcs[i]),
+                return fi_broadcast(eps[i]->ep(), &word[i], 1, nullptr, groups[i].addr(),
                                     addr[i][2], FI_UINT32, 0, &ctx[i]);
             },
             "broadcast");
@@ -374,8 +331,10 @@ TEST_F(CollGroupTest, FourMembersOverBothTransports) {
         wait_comp(eps[i]->tx(), &ctx[i], "broadcast " + std::to_string(i));
         EXPECT_EQ(0xC0FFEEu, word[i]) << "member " << i;
     }
-    for (fid_mc *mc : mcs)
-        EXPECT_OK(fi_close(&mc->fid));
+    for (CollGroup &g : groups) {
+        EXPECT_OK(fi_close(&g.mc->fid));
+        g.mc = nullptr;
+    }
 }
 
 // AV sets alone: membership in order, set algebra, argument checks.

@@ -208,35 +208,26 @@ TEST_P(MultiProcTest, CollectiveMemberKilledMidCall) {
     proc::Child c = spawn("coll");
     fi_addr_t peer = exchange(*ep, c);
     fi_addr_t self = ep->insert(ep->name());
-    fi_eq_attr ea{};
-    Fid<fid_eq> eq;
-    ASSERT_OK(CXIT_OPEN(eq, fi_eq_open(fabric(), &ea, OUT, nullptr)));
-    ASSERT_OK(fi_ep_bind(ep->ep(), &eq.get()->fid, 0));
-    fi_av_set_attr sa{};
-    sa.start_addr = FI_ADDR_NOTAVAIL;
-    Fid<fid_av_set> set;
-    ASSERT_OK(CXIT_OPEN(set, fi_av_set(ep->av(), &sa, OUT, nullptr)));
-    ASSERT_OK(fi_av_set_insert(set.get(), self));
-    ASSERT_OK(fi_av_set_insert(set.get(), peer));
-    fid_mc *mc = nullptr;
-    ASSERT_OK(fi_join_collective(ep->ep(), FI_ADDR_NOTAVAIL, set.get(), 0, &mc, nullptr));
+    CollGroup g;
+    join_group(g, fabric(), *ep, {self, peer}, nullptr, false);
     proc::expect_str(c.fd(), "J");
     int64_t mine = 37, sum = 0;
     int ctx = 0;
     post(
         [&] {
-            return fi_allreduce(ep->ep(), &mine, 1, nullptr, &sum, nullptr, fi_mc_addr(mc),
-                                FI_INT64, FI_SUM, 0, &ctx);
+            return fi_allreduce(ep->ep(), &mine, 1, nullptr, &sum, nullptr, g.addr(), FI_INT64,
+                                FI_SUM, 0, &ctx);
         },
         "fi_allreduce");
     wait_comp(ep->tx(), &ctx, "allreduce with the peer");
     EXPECT_EQ(42, sum);
     proc::expect_str(c.fd(), "42");
-    ASSERT_OK(fi_barrier(ep->ep(), fi_mc_addr(mc), &ctx));  // the peer never enters it
+    ASSERT_OK(fi_barrier(ep->ep(), g.addr(), &ctx));  // the peer never enters it
     c.kill_now();
     ErrComp e = wait_err(ep->tx(), &ctx, "barrier whose other member was killed");
     EXPECT_EQ(FI_CXI_ERRNO_RED_MC_FAILURE, e.e.prov_errno);
-    EXPECT_OK(fi_close(&mc->fid));
+    EXPECT_OK(fi_close(&g.mc->fid));
+    g.mc = nullptr;
 }
 
 // Three processes fetch-add one word of ours at once: no update is lost, and each

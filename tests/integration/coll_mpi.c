@@ -26,15 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CHECK(cond, ...)                        \
-    do {                                        \
-        if (!(cond)) {                          \
-            fprintf(stderr, "rank %d: ", rank); \
-            fprintf(stderr, __VA_ARGS__);       \
-            fprintf(stderr, "\n");              \
-            MPI_Abort(MPI_COMM_WORLD, 1);       \
-        }                                       \
-    } while (0)
+#include "mpi_fail.h"
+
 #define OK(call) CHECK((call) == 0, "%s failed", #call)
 
 static int rank, size;

@@ -5,15 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond, ...)                        \
-    do {                                        \
-        if (!(cond)) {                          \
-            fprintf(stderr, "rank %d: ", rank); \
-            fprintf(stderr, __VA_ARGS__);       \
-            fprintf(stderr, "\n");              \
-            MPI_Abort(MPI_COMM_WORLD, 1);       \
-        }                                       \
-    } while (0)
+#include "mpi_fail.h"
 
 static int rank, size;
 

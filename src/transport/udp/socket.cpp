@@ -11,12 +11,12 @@
 #include <cstring>
 #include <ctime>
 
+#include "common/clock.hpp"
+
 namespace softnic::transport::udp {
 
 uint64_t now_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1000000000ULL + uint64_t(ts.tv_nsec);
+    return monotonic_ns();
 }
 
 sockaddr_in make_sockaddr(uint32_t ip, uint16_t port) {
