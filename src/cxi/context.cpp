@@ -105,13 +105,11 @@ void Context::progress() {
 }
 
 int Context::offload_fd() {
-    auto *udp = links_.udp();
-    return udp ? udp->fd() : -1;
+    return links_.ports().wake_fd();
 }
 
 bool Context::offload_watch() {
-    auto *udp = links_.udp();
-    return udp && !udp->wants_poll();
+    return links_.ports().watch();
 }
 
 // Work of our own, MRs that remote operations may target while the application is
@@ -124,8 +122,7 @@ bool Context::offload_wanted() {
 
 bool Context::offload_progress(bool readable) {
     if (domain_.deferred().ready()) domain_.deferred().run();
-    auto *udp = links_.udp();
-    if (readable && udp) udp->mark_active();  // the application polls the socket from now on
+    if (readable) links_.ports().mark_active();  // the application polls the socket from now on
     if (!lock_.try_lock()) return false;
     if (links_.is_open()) progress_locked();
     lock_.unlock();
@@ -136,7 +133,7 @@ void Context::progress_locked() {
     links_.poll(*this, progress_calls_++);
     tx_.progress();
     if (coll_.active()) coll_.progress();
-    bool work = tx_.busy() || links_.udp_busy() || coll_.active();
+    bool work = tx_.busy() || links_.ports_busy() || coll_.active();
     if (work != work_hint_.load(std::memory_order_relaxed))
         work_hint_.store(work, std::memory_order_relaxed);
 }

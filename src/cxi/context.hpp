@@ -54,12 +54,10 @@ class Context : public ProgressSource,
     void close();  // give the PID back
     uint32_t pid() const { return pid_; }
     bool is_open() const { return links_.is_open(); }
-    void listen_on(const std::vector<uint16_t> &vnis) { links_.listen_on(vnis); }
     void set_av(Av *av) { av_ = av; }
     Av *av() const { return av_; }
     CompletionBind &tx_bind() { return tx_bind_; }
     CompletionBind &rx_bind() { return rx_bind_; }
-    size_t &min_multi_recv() { return rx_.min_multi_recv(); }
     uint64_t caps() const { return caps_; }
     // FI_PROTO_CXI_RNR (rnr.cpp): refuse messages no receive is posted for, and retry
     // refused sends for up to max_retry_us.

@@ -262,27 +262,6 @@ int Domain::bind_eq(struct fid *eq) {
     return 0;
 }
 
-transport::Link *Domain::link_to(uint32_t nic, uint16_t vni, uint32_t pid, int &err) {
-    uint64_t key = addr_key(nic, pid, vni);
-    std::lock_guard<std::mutex> g(links_lock_);
-    auto it = links_.find(key);
-    if (it != links_.end() && it->second->alive()) return it->second;
-    if (nic != nic_.addr) {
-        err = -FI_EHOSTUNREACH;  // another NIC: the UDP transport's job
-        return nullptr;
-    }
-    int e = 0;
-    auto link = transport::shm::ShmLink::open(ring_name(nic, vni, pid), e);
-    if (!link) {
-        err = -FI_ENOENT;
-        return nullptr;
-    }
-    transport::Link *l = link.get();
-    all_links_.push_back(std::move(link));
-    links_[key] = l;
-    return l;
-}
-
 // Provider keys (spec §6.1): bit 63, the flags optimized (61), events (60) and remote
 // CQ data (59), a 16-bit MR id and a 43-bit sequence that never repeats. MRs with
 // one of the first 92 ids are optimized when the domain allows it and the MR needs
@@ -307,15 +286,6 @@ void Domain::mr_withdrawn(uint64_t key) {
     uint32_t id = (key >> 43) & 0xffff;
     mr_ids_[id] = false;
     mr_id_free_ = std::min(mr_id_free_, id);
-}
-
-void Domain::drop_link(transport::Link *link) {
-    std::lock_guard<std::mutex> g(links_lock_);
-    for (auto it = links_.begin(); it != links_.end(); ++it)
-        if (it->second == link) {
-            links_.erase(it);
-            return;
-        }
 }
 
 uint32_t Domain::api_version() const {

@@ -1,5 +1,5 @@
-// The cxi domain: one soft NIC, its memory registrations, the links to peers, and the
-// emulated hardware counters.
+// The cxi domain: one soft NIC, its memory registrations, its table of peers (the links
+// its endpoints share), and the emulated hardware counters.
 #pragma once
 
 #include <cassini_cntr_defs.h>
@@ -20,10 +20,8 @@
 #include "cxi/auth.hpp"
 #include "cxi/deferred.hpp"
 #include "cxi/nic.hpp"
-#include "transport/shm/shm_transport.hpp"
+#include "transport/ports.hpp"
 #include "transport/shm/window.hpp"
-#include "transport/transport.hpp"
-#include "transport/udp/udp_endpoint.hpp"
 
 namespace softnic::cxi {
 
@@ -95,11 +93,11 @@ class Domain {
         return udp_cfg_;
     }
 
-    // The shared-memory path to endpoint (nic, vni, pid) on this NIC; null with err set.
-    // Links live as long as the domain, so callers may cache the pointer.
-    transport::Link *link_to(uint32_t nic, uint16_t vni, uint32_t pid, int &err);
-    // Forget a link whose peer went away, so that the next lookup reopens it.
-    void drop_link(transport::Link *link);
+    // The links the endpoints of this NIC share, by peer (those of a transport that
+    // can share them: shared memory). They live as long as the domain.
+    transport::PeerTable &peers() {
+        return peers_;
+    }
 
     // Single-copy one-sided operations within the host (local_rma.cpp): the word our
     // rings publish, and the window of the endpoint behind a shared-memory link (null
@@ -134,11 +132,10 @@ class Domain {
     struct fid *eq_ = nullptr;
     Options options_;
     transport::udp::UdpConfig udp_cfg_;
-    std::mutex links_lock_;
-    std::unordered_map<uint64_t, transport::Link *> links_;
-    std::vector<std::unique_ptr<transport::shm::ShmLink>> all_links_;  // retired ones too
+    transport::PeerTable peers_;
+    std::mutex views_lock_;
     std::unordered_map<const transport::Link *, std::unique_ptr<transport::shm::WindowView>>
-        views_;  // by link, null when unusable; under links_lock_
+        views_;  // by link, null when unusable; under views_lock_
     std::vector<bool> mr_ids_ = std::vector<bool>(1u << 16);  // provider-key MR ids in use
     uint32_t mr_id_free_ = 0;                                 // the lowest id that may be free
     std::unique_ptr<transport::shm::Window> window_;

@@ -41,7 +41,7 @@ uint64_t Domain::window_attachment(bool needs_events) const {
 }
 
 transport::shm::WindowView *Domain::window_of(transport::Link *link) {
-    std::lock_guard<std::mutex> g(links_lock_);
+    std::lock_guard<std::mutex> g(views_lock_);
     auto it = views_.find(link);
     if (it != views_.end()) return it->second.get();
     std::unique_ptr<transport::shm::WindowView> view;

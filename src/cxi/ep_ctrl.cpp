@@ -144,7 +144,7 @@ int Endpoint::take_av_auth_keys() {
         vnis.push_back(k.vni);
     }
     for (auto &c : contexts_)
-        c->listen_on(vnis);
+        c->links().listen_on(vnis);
     return 0;
 }
 
@@ -293,7 +293,7 @@ int Endpoint::getopt(EpView &v, int level, int name, void *val, size_t *len) {
     if (*len < sizeof(size_t))
         SN_REJECT(-FI_ETOOSMALL, FI_LOG_EP_CTRL, "option buffer too small\n");
     Context *c = v.ctx ? v.ctx : contexts_[0].get();
-    *static_cast<size_t *>(val) = c->min_multi_recv();
+    *static_cast<size_t *>(val) = c->rx().min_multi_recv();
     *len = sizeof(size_t);
     return 0;
 }
@@ -319,10 +319,10 @@ int Endpoint::setopt(EpView &v, int level, int name, const void *val, size_t len
     size_t m = *static_cast<const size_t *>(val);
     if (m > kMinMultiRecvMax) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "min_multi_recv too large\n");
     if (v.ctx)
-        v.ctx->min_multi_recv() = m;
+        v.ctx->rx().min_multi_recv() = m;
     else
         for (auto &c : contexts_)
-            c->min_multi_recv() = m;
+            c->rx().min_multi_recv() = m;
     return 0;
 }
 

@@ -1,8 +1,7 @@
-// A context's ports and its paths to peers. Its ports: a shared-memory receive ring and
-// a UDP socket on its VNI (and on each other VNI of an FI_AV_AUTH_KEY endpoint). Its
-// paths: an endpoint on our own NIC is reached through its ring (a link the domain
-// keeps), any other NIC through our socket and a reliable channel. The protocols above
-// see only transport::Link.
+// A context's ports and its paths to peers: a transport::PortSet on its VNI (and on
+// each other VNI of an FI_AV_AUTH_KEY endpoint), named by NicNaming. Which transport
+// reaches which peer is the port set's choice (transport/ports.hpp); the protocols
+// above see only transport::Link.
 #pragma once
 
 #include <rdma/fabric.h>
@@ -11,14 +10,31 @@
 #include <vector>
 
 #include "cxi/addr.hpp"
+#include "cxi/nic.hpp"
 #include "cxi/wire.hpp"
-#include "transport/transport.hpp"
-#include "transport/udp/udp_endpoint.hpp"
+#include "transport/ports.hpp"
 
 namespace softnic::cxi {
 
 class Context;
 class Domain;
+
+// The names a soft NIC's endpoints go by: rings after (NIC, VNI, PID), UDP ports after
+// (VNI, PID) at the NIC's IP address.
+class NicNaming final : public transport::Naming {
+  public:
+    explicit NicNaming(const SoftNic &nic) : nic_(nic) {}
+    std::string local_name(const transport::Address &a) const override {
+        return ring_name(a.node, a.realm, a.id);
+    }
+    uint32_t ipv4(uint32_t node) const override {
+        return node == nic_.addr ? nic_.ipv4 : peer_ipv4(nic_, node);
+    }
+    uint16_t ip_port(const transport::Address &a) const override { return udp_port(a.realm, a.id); }
+
+  private:
+    const SoftNic &nic_;
+};
 
 class PeerLinks {
   public:
@@ -32,7 +48,7 @@ class PeerLinks {
     // Ports on every VNI for `pid`: 0, -EADDRINUSE when one is taken, or another -errno.
     int open(uint32_t pid);
     void close();
-    bool is_open() const { return rxq_ != nullptr; }
+    bool is_open() const { return ports_.is_open(); }
     uint16_t vni() const { return vni_; }
     bool listens_on(uint16_t vni) const {
         return vni == vni_ || (!extra_.empty() && listens_on_extra(vni));
@@ -41,16 +57,20 @@ class PeerLinks {
     // Reads the rings (and the sockets when due); `tick` counts progress calls. Inline:
     // the loop of an application waiting for a message runs this.
     void poll(transport::PacketSink &sink, unsigned tick) {
-        rxq_->poll(sink, 64);
         // Without the offload helper nobody watches a quiet socket: look now and then.
-        if (udp_ && (udp_->wants_poll() || ((tick & 63) == 0 && !offload_)))
-            poll_udp(*udp_, sink, foreign_seen_);
+        ports_.poll(sink, (tick & 63) == 0 && !offload_);
+        if (ports_.has_news()) report_news(ports_);
         if (!extra_.empty()) poll_extra(sink, tick);
     }
-    void poll_ring(transport::PacketSink &sink);  // the own VNI's ring only
+    void poll_ring(transport::PacketSink &sink) { ports_.poll_local(sink); }  // own VNI only
 
     // The link to (nic, pid) on `vni`; null with err set when there is none.
-    transport::Link *link_for(uint32_t nic, uint32_t pid, uint16_t vni, int &err);
+    transport::Link *link_for(uint32_t nic, uint32_t pid, uint16_t vni, int &err) {
+        bool shared;
+        return link_for(nic, pid, vni, err, shared);
+    }
+    // As above; `shared`: the domain's link, which the AV may cache for every context.
+    transport::Link *link_for(uint32_t nic, uint32_t pid, uint16_t vni, int &err, bool &shared);
     transport::Link *route(fi_addr_t dest, int &err);  // through the AV and its cache
     // The VNI a packet on `link` travels on, that of a peer's address, of a source key.
     uint16_t vni_of(const transport::Link *link) const {
@@ -68,36 +88,29 @@ class PeerLinks {
     }
     uint16_t key_vni(uint64_t key) const { return extra_.empty() ? vni_ : uint16_t(key >> 32); }
 
-    // The offload helper's view of the main socket.
-    transport::udp::UdpEndpoint *udp() { return udp_.get(); }
-    bool udp_busy() const { return udp_ && udp_->busy(); }
+    // The offload helper's view of the own VNI's ports; work they have pending.
+    transport::PortSet &ports() { return ports_; }
+    bool ports_busy() const { return ports_.busy(); }
 
   private:
-    std::unique_ptr<transport::udp::UdpEndpoint> open_udp(uint16_t vni, uint32_t pid, int &err);
-    std::unique_ptr<transport::RxQueue> open_ring(uint16_t vni, uint32_t pid, int &err);
-    int open_extra_vnis(uint32_t pid);
+    int open_ports(transport::PortSet &set, uint16_t vni, uint32_t pid);
     bool listens_on_extra(uint16_t vni) const;
     void poll_extra(transport::PacketSink &sink, unsigned tick);
-    void poll_udp(transport::udp::UdpEndpoint &udp, transport::PacketSink &sink,
-                  uint64_t &foreign_seen);
-    void report_failed();
+    void report_news(transport::PortSet &set);
+    void report_failed(std::vector<transport::Link *> &failed);
 
     Context &ctx_;
     Domain &domain_;
+    NicNaming naming_;
     uint16_t vni_;
     bool offload_;  // the offload helper watches our socket
-    std::unique_ptr<transport::RxQueue> rxq_;
-    std::unique_ptr<transport::udp::UdpEndpoint> udp_;
-    uint64_t foreign_seen_ = 0;  // the UDP transport's count of other-VNI datagrams, seen
-    std::vector<transport::Link *> failed_links_;
+    transport::PortSet ports_;
     // FI_AV_AUTH_KEY: the VNIs beyond vni_ this context listens on.
-    struct VniPort {
+    struct VniPorts {
         uint16_t vni;
-        std::unique_ptr<transport::RxQueue> rxq;
-        std::unique_ptr<transport::udp::UdpEndpoint> udp;
-        uint64_t foreign_seen = 0;
+        transport::PortSet ports;
     };
-    std::vector<VniPort> extra_;
+    std::vector<VniPorts> extra_;
 };
 
 }  // namespace softnic::cxi

@@ -103,7 +103,7 @@ void TxEngine::fail_link(transport::Link *link, int err, int prov_errno) {
         op.ack.awaiting = false;
         complete(&op, err, prov_errno);
     }
-    domain_.drop_link(link);
+    domain_.peers().forget(link);
     if (Av *av = ctx_.av()) av->forget_peer(link);  // cached routes must be re-resolved
 }
 

@@ -1,0 +1,105 @@
+#include "transport/ports.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/log.hpp"
+
+namespace softnic::transport {
+
+const Transport &shm_transport();  // shm/shm_port.cpp
+const Transport &udp_transport();  // udp/udp_port.cpp
+
+const std::vector<const Transport *> &transports() {
+    static const std::vector<const Transport *> all{&shm_transport(), &udp_transport()};
+    return all;
+}
+
+Link *PeerTable::shared(const Transport &t, const Address &peer, const Naming &n, Opener open,
+                        int &err) {
+    std::lock_guard<std::mutex> g(lock_);
+    auto key = std::make_pair(&t, peer.key());
+    auto it = by_peer_.find(key);
+    if (it != by_peer_.end() && it->second->alive()) return it->second;
+    std::unique_ptr<Link> link = open(peer, n, err);
+    if (!link) return nullptr;
+    Link *l = link.get();
+    all_.push_back(std::move(link));
+    by_peer_[key] = l;
+    return l;
+}
+
+void PeerTable::forget(const Link *link) {
+    std::lock_guard<std::mutex> g(lock_);
+    std::erase_if(by_peer_, [link](const auto &kv) { return kv.second == link; });
+}
+
+int PortSet::open(const Address &self, const PortOptions &o, PeerTable &peers) {
+    for (const Transport *t : transports()) {
+        int err = 0;
+        std::unique_ptr<Port> p = t->open(self, o, peers, err);
+        if (!p && (t->required() || err == -EADDRINUSE)) {
+            ports_.clear();
+            return err ? err : -EINVAL;
+        }
+        if (!p) {
+            SN_WARN(FI_LOG_EP_CTRL,
+                    "no %s port for %u:%u:%u (%s): peers it serves are unreachable\n", t->name(),
+                    self.node, self.realm, self.id, strerror(-err));
+            continue;
+        }
+        bool always = p->polled_always();
+        ports_.push_back(Entry{std::move(p), always});
+    }
+    return 0;
+}
+
+void PortSet::close() {
+    for (Entry &e : ports_)
+        e.port->linger();
+    ports_.clear();
+    failed_.clear();
+    foreign_new_ = 0;
+}
+
+void PortSet::poll_local(PacketSink &sink) {
+    for (Entry &e : ports_)
+        if (e.always) e.port->poll(sink, 64);
+}
+
+void PortSet::poll_quiet(Entry &e, PacketSink &sink) {
+    e.port->poll(sink, 64);
+    uint64_t foreign = e.port->foreign();
+    foreign_new_ += foreign - e.foreign_seen;
+    e.foreign_seen = foreign;
+    e.port->take_failed(failed_);
+}
+
+Link *PortSet::link_to(const Address &peer, int &err, bool &shared) {
+    for (Entry &e : ports_)
+        if (e.port->reaches(peer)) {
+            shared = e.port->shares_links();
+            return e.port->link_to(peer, err);
+        }
+    err = -EHOSTUNREACH;
+    return nullptr;
+}
+
+int PortSet::wake_fd() const {
+    for (const Entry &e : ports_)
+        if (int fd = e.port->wake_fd(); fd >= 0) return fd;
+    return -1;
+}
+
+bool PortSet::watch() const {
+    return std::any_of(ports_.begin(), ports_.end(), [](const Entry &e) {
+        return e.port->wake_fd() >= 0 && !e.port->wants_poll();
+    });
+}
+
+void PortSet::mark_active() {
+    for (Entry &e : ports_)
+        e.port->mark_active();
+}
+
+}  // namespace softnic::transport
