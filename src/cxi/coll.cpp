@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "common/clock.hpp"
 #include "common/log.hpp"
@@ -29,17 +30,23 @@ bool direct(size_t members, CollKind kind) {
 }
 
 // The shape of a call, which every member must agree on: kind, op, datatype, count (at
-// most 32: 6 bits) and root (24 bits). Bits 24-31 carry the packet's flags.
+// most 32: 6 bits), root (20 bits) and a double sum's rounding (4 bits). Bits 24-31
+// carry the packet's flags.
 uint64_t signature(const CollArgs &a) {
     return uint64_t(a.kind) | uint64_t(uint8_t(a.op)) << 8 | uint64_t(uint8_t(a.dt)) << 16 |
-           uint64_t(a.count & 0xff) << 32 | uint64_t(a.root & 0xffffff) << 40;
+           uint64_t(a.count & 0xff) << 32 | uint64_t(a.root & 0xfffff) << 40 |
+           uint64_t(a.fp_mode & 0xf) << 60;
+}
+
+bool double_sum(const CollArgs &a) {
+    return a.dt == FI_DOUBLE && a.op == FI_SUM;
 }
 
 // The payload a contribution of this shape carries (a broadcast's only from its root).
 size_t payload_of(uint64_t sig, uint32_t from) {
     auto kind = CollKind(sig & 0xff);
     if (kind > CollKind::kAllreduce) return SIZE_MAX;  // no such call: a mismatch
-    if (kind == CollKind::kBroadcast && from != uint32_t(sig >> 40)) return 0;
+    if (kind == CollKind::kBroadcast && from != uint32_t((sig >> 40) & 0xfffff)) return 0;
     return coll_bytes(kind, int(uint8_t(sig >> 8)), int(uint8_t(sig >> 16)), (sig >> 32) & 0xff);
 }
 
@@ -171,6 +178,7 @@ ssize_t CollEngine::post(fi_addr_t a, const CollArgs &args) {
     uint32_t seq = g->next_seq++;
     op.posted = true;
     op.a = args;
+    if (double_sum(args)) op.a.fp_mode = fp_mode_now();  // the caller's environment
     op.len = coll_bytes(args.kind, args.op, args.dt, args.count);
     op.posted_ns = op.probed_ns = monotonic_ns();
     g->posted++;
@@ -325,6 +333,8 @@ void CollEngine::try_finish(Group &g, Op &op) {
                 std::memcpy(out.data() + 8 * i, &v, 8);
             }
         } else {
+            std::optional<FpModeScope> fp;
+            if (double_sum(a)) fp.emplace(a.fp_mode);
             for (size_t r = 1; r < op.contrib.size() && !err; r++)
                 err = coll_reduce(a.op, a.dt, out.data(), op.contrib[r].data(), a.count);
         }

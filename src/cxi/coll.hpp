@@ -34,6 +34,7 @@ struct CollArgs {
     int dt, op;
     uint32_t root;  // rank
     void *context;
+    uint8_t fp_mode = 0;  // a double sum's rounding (coll_math.hpp), taken at the call
 };
 
 class CollEngine {

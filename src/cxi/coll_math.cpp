@@ -2,8 +2,12 @@
 
 #include <rdma/fi_cxi_ext.h>
 
+#include <cfenv>
 #include <cmath>
 #include <cstring>
+#ifdef __SSE__
+#include <xmmintrin.h>
+#endif
 
 #include "common/atomic_math.hpp"
 
@@ -159,6 +163,34 @@ void RepSum::add(double x) {
     // Neumaier: keep what the addition rounded away.
     comp += std::fabs(sum) >= std::fabs(x) ? (sum - t) + x : (x - t) + sum;
     sum = t;
+}
+
+constexpr int kRoundings[4] = {FE_TONEAREST, FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO};
+
+uint8_t fp_mode_now() {
+    int r = fegetround();
+    uint8_t m = 0;
+    for (uint8_t i = 0; i < 4; i++)
+        if (kRoundings[i] == r) m = i;
+#ifdef __SSE__
+    if (_MM_GET_FLUSH_ZERO_MODE() == _MM_FLUSH_ZERO_ON) m |= 4;
+#endif
+    return m;
+}
+
+FpModeScope::FpModeScope(uint8_t mode) : round_(fegetround()), ftz_(0) {
+    fesetround(kRoundings[mode & 3]);
+#ifdef __SSE__
+    ftz_ = _MM_GET_FLUSH_ZERO_MODE();
+    _MM_SET_FLUSH_ZERO_MODE((mode & 4) ? _MM_FLUSH_ZERO_ON : _MM_FLUSH_ZERO_OFF);
+#endif
+}
+
+FpModeScope::~FpModeScope() {
+    fesetround(round_);
+#ifdef __SSE__
+    _MM_SET_FLUSH_ZERO_MODE(ftz_);
+#endif
 }
 
 }  // namespace softnic::cxi

@@ -21,6 +21,23 @@ size_t coll_bytes(CollKind kind, int op, int dt, size_t count);
 // reduction error (FI_CXI_ERRNO_RED_*): integer overflow of a sum, a NaN summed...
 int coll_reduce(int op, int dt, uint8_t *acc, const uint8_t *in, size_t count);
 
+// The floating-point environment a double sum rounds in. The hardware's opcode is chosen
+// from the caller's rounding direction and flush-to-zero mode at the call; so is this
+// (bits 0-1: nearest, upward, downward, toward zero; bit 2: flush to zero), carried in
+// the call's shape (members in different modes mismatch) and applied while folding.
+uint8_t fp_mode_now();
+class FpModeScope {
+  public:
+    explicit FpModeScope(uint8_t mode);
+    ~FpModeScope();
+    FpModeScope(const FpModeScope &) = delete;
+    FpModeScope &operator=(const FpModeScope &) = delete;
+
+  private:
+    int round_;
+    unsigned ftz_;
+};
+
 // REPSUM and double SUM are folded in rank order by the root with a compensated sum, so
 // every member gets the same bits whatever the arrival order.
 struct RepSum {

@@ -6,6 +6,7 @@
 #include <rdma/fi_cxi_ext.h>
 #include <rdma/fi_eq.h>
 
+#include <cfenv>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -146,6 +147,63 @@ TEST_P(CollTest, MinMaxLocAndReproducibleSum) {
     allreduce(xa, xb, sa, sb, 2, FI_DOUBLE, fi_op(FI_CXI_REPSUM));
     EXPECT_EQ(0, std::memcmp(sa, sb, sizeof(sa))) << "members got different bits";
     EXPECT_EQ(1e16 + 1.0, sa[0]);
+}
+
+// A double sum rounds as the callers' floating-point environment says when they call (as
+// the hardware's opcode is chosen), whatever mode the progressing thread is in; members
+// calling in different modes mismatch.
+TEST_P(CollTest, DoubleSumRoundsInTheCallersMode) {
+    const double one = 1.0, tiny = 0x1p-60, minus_one = -1.0, minus_tiny = -0x1p-60;
+    double ra = 0, rb = 0;
+    allreduce(&one, &tiny, &ra, &rb, 1, FI_DOUBLE, FI_SUM);
+    EXPECT_EQ(1.0, ra);
+    EXPECT_EQ(1.0, rb);
+    struct Case {
+        int mode;
+        const double *a, *b;
+        double expect;
+    } cases[] = {{FE_UPWARD, &one, &tiny, std::nextafter(1.0, 2.0)},
+                 {FE_TOWARDZERO, &one, &tiny, 1.0},
+                 {FE_DOWNWARD, &minus_one, &minus_tiny, std::nextafter(-1.0, -2.0)},
+                 {FE_TONEAREST, &minus_one, &minus_tiny, -1.0}};
+    for (const Case &c : cases) {
+        int ca = 0, cb = 0;
+        ASSERT_EQ(0, fesetround(c.mode));
+        post(
+            [&] {
+                return fi_allreduce(a_.e->ep(), c.a, 1, nullptr, &ra, nullptr, a_.group(),
+                                    FI_DOUBLE, FI_SUM, 0, &ca);
+            },
+            "allreduce a");
+        post(
+            [&] {
+                return fi_allreduce(b_.e->ep(), c.b, 1, nullptr, &rb, nullptr, b_.group(),
+                                    FI_DOUBLE, FI_SUM, 0, &cb);
+            },
+            "allreduce b");
+        fesetround(FE_TONEAREST);  // the fold happens while we wait, in this mode
+        wait_comp(a_.e->tx(), &ca, "allreduce a");
+        wait_comp(b_.e->tx(), &cb, "allreduce b");
+        EXPECT_EQ(c.expect, ra) << c.mode;
+        EXPECT_EQ(c.expect, rb) << c.mode;
+    }
+    int ca = 0, cb = 0;
+    fesetround(FE_UPWARD);
+    post(
+        [&] {
+            return fi_allreduce(a_.e->ep(), &one, 1, nullptr, &ra, nullptr, a_.group(), FI_DOUBLE,
+                                FI_SUM, 0, &ca);
+        },
+        "allreduce a");
+    fesetround(FE_TONEAREST);
+    post(
+        [&] {
+            return fi_allreduce(b_.e->ep(), &tiny, 1, nullptr, &rb, nullptr, b_.group(), FI_DOUBLE,
+                                FI_SUM, 0, &cb);
+        },
+        "allreduce b");
+    EXPECT_EQ(FI_CXI_ERRNO_RED_OP_MISMATCH, wait_err(a_.e->tx(), &ca, "a").e.prov_errno);
+    EXPECT_EQ(FI_CXI_ERRNO_RED_OP_MISMATCH, wait_err(b_.e->tx(), &cb, "b").e.prov_errno);
 }
 
 TEST_P(CollTest, ReduceDeliversAtTheRootOnly) {
