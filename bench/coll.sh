@@ -6,8 +6,9 @@
 #
 #   bench/coll.sh [--quick]
 #
-# NETNS=1 (root): also 2 processes in two network namespaces over a veth (cxi over UDP;
-# Open MPI with pml ob1, btl tcp), through tests/integration/test_netns_mpi.sh.
+# NETNS=1 (root): also 2 processes in two network namespaces over a veth, and 4 in four
+# namespaces on a bridge, one a namespace (cxi over UDP; Open MPI with pml ob1, btl tcp),
+# through tests/integration/test_netns_mpi.sh and test_netns_coll_hosts.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -16,8 +17,9 @@ exe=${BUILD:-$PWD/build}/tests/integration/coll_mpi
 [ -x "$exe" ] || { echo "no $exe: build with Open MPI's headers installed" >&2; exit 1; }
 REPEAT=${REPEAT:-5}
 ITERS=${ITERS:-20000}
+NETNS_ITERS=${NETNS_ITERS:-2000}  # Open MPI over btl tcp takes milliseconds a call there
 NPS=${NPS:-2 4 8}
-if [ "${1:-}" = "--quick" ]; then REPEAT=1 ITERS=2000; fi
+if [ "${1:-}" = "--quick" ]; then REPEAT=1 ITERS=2000 NETNS_ITERS=500; fi
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 echo "| processes | fi_allreduce over cxi (usec) | MPI_Allreduce, ob1+vader (usec) | cxi/MPI (lower is better) |"
@@ -36,15 +38,23 @@ for np in $NPS; do
     printf '| %s | %s | %s | %s |\n' "$np" "$a" "$b" "$r"
 done
 
-if [ "${NETNS:-0}" = 1 ]; then
+# One row from a test bed script: the median of REPEAT runs of its "members fi mpi" line.
+netns_row() {
+    local label=$1 members=$2 a b r
+    shift 2
     f=() m=()
     for _ in $(seq "$REPEAT"); do
-        read -r _ a b < <(NETNS_MPI=coll COLL_MPI="$exe" COLL_ARGS="bench $ITERS" \
-            tests/integration/test_netns_mpi.sh 2>/dev/null | grep -E '^2 [0-9.]+ [0-9.]+$')
+        read -r _ a b < <(env COLL_MPI="$exe" COLL_ARGS="bench $NETNS_ITERS" "$@" 2>/dev/null |
+            grep -E "^$members [0-9.]+ [0-9.]+\$") || { a=n/a b=n/a; }
         f+=("$a") m+=("$b")
     done
     a=$(printf '%s\n' "${f[@]}" | median)
     b=$(printf '%s\n' "${m[@]}" | median)
     r=$(awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
-    printf '| 2, two namespaces (MPI: btl tcp) | %s | %s | %s |\n' "$a" "$b" "$r"
+    printf '| %s | %s | %s | %s |\n' "$label" "$a" "$b" "$r"
+}
+
+if [ "${NETNS:-0}" = 1 ]; then
+    netns_row "2, two namespaces (MPI: btl tcp)" 2 NETNS_MPI=coll tests/integration/test_netns_mpi.sh
+    netns_row "4, four namespaces (MPI: btl tcp)" 4 tests/integration/test_netns_coll_hosts.sh
 fi

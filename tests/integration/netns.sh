@@ -249,3 +249,24 @@ netns_drop_hosts() { netns_drop_in "${1:?percent}" "${NS_HOSTS[@]}"; }
 
 # Packets dropped so far by netns_drop_hosts' rules, all hosts together.
 netns_drop_count_hosts() { netns_drop_count_in "${NS_HOSTS[@]}"; }
+
+# Open MPI across the hosts of netns_up_hosts: DIR/agent, the "rsh agent" mpirun calls
+# as `agent [ssh-like options] hostI command...`, runs the command in host I's namespace
+# with FI_CXI_SOFT_NICS set to its address; DIR/hosts lists host0.. with SLOTS each.
+netns_mpi_hosts() {
+    local dir=${1:?directory} slots=${2:-1} i
+    {
+        echo '#!/bin/sh'
+        echo 'while [ $# -gt 0 ]; do case $1 in -*) shift ;; *) break ;; esac; done'
+        echo 'host=$1; shift'
+        echo 'case $host in'
+        for ((i = 0; i < ${#NS_HOSTS[@]}; i++)); do
+            echo "host$i) ns=${NS_HOSTS[$i]} ip=${IP_HOSTS[$i]} ;;"
+        done
+        echo '*) echo "agent: unknown host $host" >&2; exit 255 ;;'
+        echo 'esac'
+        echo 'exec ip netns exec "$ns" env FI_CXI_SOFT_NICS="$ip" /bin/sh -c "$*"'
+    } >"$dir/agent"
+    chmod +x "$dir/agent"
+    for ((i = 0; i < ${#NS_HOSTS[@]}; i++)); do echo "host$i slots=$slots"; done >"$dir/hosts"
+}
