@@ -79,6 +79,7 @@ struct CollEngine::Op {
 struct CollEngine::Group {
     uint64_t key;
     std::vector<CxiAddr> members;
+    std::vector<transport::Link *> links;  // to each member, resolved on first use
     uint32_t rank;
     uint32_t next_seq = 0;
     int failed = 0;  // the reduction error every later call gets once a member died
@@ -128,6 +129,7 @@ fi_addr_t CollEngine::join(std::vector<CxiAddr> members, uint32_t rank) {
     uint64_t hash = members_hash(members), ordinal = join_counts_[hash]++;
     g->key = hash ^ (ordinal * 0x9e3779b97f4a7c15ULL);
     g->members = std::move(members);
+    g->links.assign(g->members.size(), nullptr);
     g->rank = rank;
     size_t index = groups_.size();
     groups_.push_back(std::move(g));
@@ -180,7 +182,7 @@ ssize_t CollEngine::post(fi_addr_t a, const CollArgs &args) {
     op.a = args;
     if (double_sum(args)) op.a.fp_mode = fp_mode_now();  // the caller's environment
     op.len = coll_bytes(args.kind, args.op, args.dt, args.count);
-    op.posted_ns = op.probed_ns = monotonic_ns();
+    op.posted_ns = 0;  // the first look at the members stamps it (no clock on the call path)
     g->posted++;
     in_flight_++;
     if (g->failed) {
@@ -221,8 +223,12 @@ void CollEngine::contribute(Group &g, Op &op) {
 void CollEngine::send(Group &g, uint32_t to, WireHdr h, const void *data) {
     const CxiAddr &m = g.members[to];
     PeerLinks &links = ctx_.links();
-    int err = 0;
-    transport::Link *link = links.link_for(m.nic, m.pid, links.peer_vni(m.vni), err);
+    transport::Link *&cached = g.links[to];  // links outlive the group (domain, ports)
+    transport::Link *link = cached && cached->alive() ? cached : nullptr;
+    if (!link) {
+        int err = 0;
+        link = cached = links.link_for(m.nic, m.pid, links.peer_vni(m.vni), err);
+    }
     if (!link) {
         if (!g.failed) fail_group(g, FI_CXI_ERRNO_RED_MC_FAILURE);
         return;
@@ -438,7 +444,12 @@ void CollEngine::check_members(Group &g, uint64_t now) {
     const uint64_t retry_ns = uint64_t(env().coll_retry_usec) * 1000;
     const uint64_t timeout_ns = uint64_t(env().coll_timeout_usec) * 1000;
     for (Op &op : g.slots) {
-        if (!op.used || !op.posted || now - op.probed_ns < retry_ns) continue;
+        if (!op.used || !op.posted) continue;
+        if (!op.posted_ns) {
+            op.posted_ns = op.probed_ns = now;
+            continue;
+        }
+        if (now - op.probed_ns < retry_ns) continue;
         if (now - op.posted_ns >= timeout_ns) {
             SN_WARN(FI_LOG_EP_DATA, "a collective call timed out waiting for its members\n");
             fail_group(g, FI_CXI_ERRNO_RED_MC_FAILURE);
