@@ -133,7 +133,8 @@ void Cq::push_locked(const Completion &c) {
         ring_.swap(bigger);
         head_ = 0;
     }
-    ring_[(head_ + count_) % ring_.size()] = c;
+    size_t tail = head_ + count_;  // wrapped by a compare: no division on the message path
+    ring_[tail < ring_.size() ? tail : tail - ring_.size()] = c;
     count_++;
 }
 
@@ -151,7 +152,10 @@ void Cq::push_error(const ErrorCompletion &e) {
 
 void Cq::write_entry(uint8_t *dst, const Completion &c) const {
     fi_cq_tagged_entry full{c.op_context, c.flags, c.len, c.buf, c.data, c.tag};
-    std::memcpy(dst, &full, entry_size_);  // the formats are prefixes of the tagged one
+    if (entry_size_ == sizeof(full))  // the common case (MPI's), as a fixed-size copy
+        std::memcpy(dst, &full, sizeof(full));
+    else
+        std::memcpy(dst, &full, entry_size_);  // the formats are prefixes of the tagged one
 }
 
 ssize_t Cq::read(void *buf, size_t count, fi_addr_t *src) {
@@ -166,7 +170,7 @@ ssize_t Cq::read(void *buf, size_t count, fi_addr_t *src) {
         const Completion &c = ring_[head_];
         write_entry(out + n * entry_size_, c);
         if (src) src[n] = c.src;
-        head_ = (head_ + 1) % ring_.size();
+        if (++head_ == ring_.size()) head_ = 0;
         count_--;
     }
     return static_cast<ssize_t>(n);

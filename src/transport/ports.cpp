@@ -60,6 +60,7 @@ void PortSet::close() {
     ports_.clear();
     failed_.clear();
     foreign_new_ = 0;
+    last_ = nullptr;
 }
 
 void PortSet::poll_local(PacketSink &sink) {
@@ -75,11 +76,14 @@ void PortSet::poll_quiet(Entry &e, PacketSink &sink) {
     e.port->take_failed(failed_);
 }
 
-Link *PortSet::link_to(const Address &peer, int &err, bool &shared) {
+Link *PortSet::resolve(const Address &peer, int &err, bool &shared) {
     for (Entry &e : ports_)
         if (e.port->reaches(peer)) {
             shared = e.port->shares_links();
-            return e.port->link_to(peer, err);
+            Link *l = e.port->link_to(peer, err);
+            last_ = shared ? nullptr : l;
+            last_key_ = peer.key();
+            return l;
         }
     err = -EHOSTUNREACH;
     return nullptr;

@@ -125,9 +125,18 @@ class PortSet {
 
     // The link to `peer` through the first port that reaches it; `shared` says whether
     // it is the domain's (any endpoint of the domain may use and cache it).
-    Link *link_to(const Address &peer, int &err, bool &shared);
+    Link *link_to(const Address &peer, int &err, bool &shared) {
+        // A run of sends to one peer over a link of our own (a shared link is the peer
+        // table's to replace when its peer dies, and the AV caches those).
+        if (last_ && peer.key() == last_key_ && last_->alive()) {
+            shared = false;
+            return last_;
+        }
+        return resolve(peer, err, shared);
+    }
 
-    // For an offload helper: the descriptor to watch, whether to watch it now.
+    // For an offload helper: the descriptor to watch (the first port that has one) and
+    // whether to watch it now; work pending without the application; packets arrived.
     int wake_fd() const;
     bool watch() const;
     bool busy() const {  // on every progress call: host-local queues never are
@@ -144,10 +153,13 @@ class PortSet {
         uint64_t foreign_seen = 0;
     };
     void poll_quiet(Entry &e, PacketSink &sink);
+    Link *resolve(const Address &peer, int &err, bool &shared);
 
     std::vector<Entry> ports_;
     std::vector<Link *> failed_;
     uint64_t foreign_new_ = 0;
+    Link *last_ = nullptr;  // the last peer's link, when it is one of our ports'
+    uint64_t last_key_ = 0;
 };
 
 }  // namespace softnic::transport
