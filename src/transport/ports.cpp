@@ -48,8 +48,9 @@ int PortSet::open(const Address &self, const PortOptions &o, PeerTable &peers) {
                     self.node, self.realm, self.id, strerror(-err));
             continue;
         }
+        RxQueue *q = &p->queue();
         bool always = p->polled_always();
-        ports_.push_back(Entry{std::move(p), always});
+        ports_.push_back(Entry{std::move(p), q, always});
     }
     return 0;
 }
@@ -65,11 +66,11 @@ void PortSet::close() {
 
 void PortSet::poll_local(PacketSink &sink) {
     for (Entry &e : ports_)
-        if (e.always) e.port->poll(sink, 64);
+        if (e.always) e.queue->poll(sink, 64);
 }
 
 void PortSet::poll_quiet(Entry &e, PacketSink &sink) {
-    e.port->poll(sink, 64);
+    e.queue->poll(sink, 64);
     uint64_t foreign = e.port->foreign();
     foreign_new_ += foreign - e.foreign_seen;
     e.foreign_seen = foreign;

@@ -60,6 +60,9 @@ class Port : public RxQueue {
     virtual Link *link_to(const Address &peer, int &err) = 0;
     // Whether its links are the domain's (PeerTable), shared by every port, or its own.
     virtual bool shares_links() const = 0;
+    // The transport's own receive queue, which the port set polls directly (one call
+    // less on the loop of an application waiting for a message).
+    virtual RxQueue &queue() = 0;
     // Cheap enough to poll on every progress call; otherwise polled when wants_poll()
     // says so or now and then, with wake_fd() readable when packets arrive.
     virtual bool polled_always() const { return true; }
@@ -113,7 +116,7 @@ class PortSet {
     void poll(PacketSink &sink, bool periodic) {
         for (Entry &e : ports_)
             if (e.always)
-                e.port->poll(sink, 64);
+                e.queue->poll(sink, 64);
             else if (periodic || e.port->wants_poll())
                 poll_quiet(e, sink);
     }
@@ -149,6 +152,7 @@ class PortSet {
   private:
     struct Entry {
         std::unique_ptr<Port> port;
+        RxQueue *queue;  // port->queue()
         bool always;
         uint64_t foreign_seen = 0;
     };
