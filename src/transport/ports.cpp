@@ -74,7 +74,7 @@ void PortSet::poll_quiet(Entry &e, PacketSink &sink) {
     uint64_t foreign = e.port->foreign();
     foreign_new_ += foreign - e.foreign_seen;
     e.foreign_seen = foreign;
-    e.port->take_failed(failed_);
+    e.queue->take_failed(failed_);
 }
 
 Link *PortSet::resolve(const Address &peer, int &err, bool &shared) {

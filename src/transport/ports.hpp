@@ -52,17 +52,17 @@ struct PortOptions {
 class PeerTable;
 
 // One transport's receive port for a local endpoint, and its links to peers.
-class Port : public RxQueue {
+class Port {
   public:
+    virtual ~Port() = default;
+    // The transport's receive queue, which the port set polls directly.
+    virtual RxQueue &queue() = 0;
     // Whether this port's transport can carry packets to `peer`.
     virtual bool reaches(const Address &peer) const = 0;
     // The link to `peer`, opened on first use; null with err set (-ENOENT: nobody there).
     virtual Link *link_to(const Address &peer, int &err) = 0;
     // Whether its links are the domain's (PeerTable), shared by every port, or its own.
     virtual bool shares_links() const = 0;
-    // The transport's own receive queue, which the port set polls directly (one call
-    // less on the loop of an application waiting for a message).
-    virtual RxQueue &queue() = 0;
     // Cheap enough to poll on every progress call; otherwise polled when wants_poll()
     // says so or now and then, with wake_fd() readable when packets arrive.
     virtual bool polled_always() const { return true; }

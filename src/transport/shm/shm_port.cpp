@@ -12,7 +12,6 @@ class ShmPort final : public Port {
             PeerTable &peers, const Transport &t)
         : rxq_(std::move(q)), self_(self), naming_(n), peers_(peers), transport_(t) {}
 
-    size_t poll(PacketSink &sink, size_t budget) override { return rxq_->poll(sink, budget); }
     RxQueue &queue() override { return *rxq_; }
     bool reaches(const Address &peer) const override { return peer.node == self_.node; }
     bool shares_links() const override { return true; }

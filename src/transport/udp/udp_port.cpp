@@ -11,9 +11,7 @@ class UdpPort final : public Port {
     UdpPort(std::unique_ptr<udp::UdpEndpoint> ep, const Naming &n)
         : ep_(std::move(ep)), naming_(n) {}
 
-    size_t poll(PacketSink &sink, size_t budget) override { return ep_->poll(sink, budget); }
     RxQueue &queue() override { return *ep_; }
-    void take_failed(std::vector<Link *> &out) override { ep_->take_failed(out); }
     bool reaches(const Address &peer) const override { return naming_.ipv4(peer.node) != 0; }
     bool shares_links() const override { return false; }
     Link *link_to(const Address &peer, int &err) override {
