@@ -34,14 +34,14 @@ void PeerTable::forget(const Link *link) {
     std::erase_if(by_peer_, [link](const auto &kv) { return kv.second == link; });
 }
 
+// The set is filled only once every port is open: until then is_open() is false, and a
+// progress call from another thread (through a CQ already bound) finds nothing to poll.
 int PortSet::open(const Address &self, const PortOptions &o, PeerTable &peers) {
+    std::vector<Entry> opened;
     for (const Transport *t : transports()) {
         int err = 0;
         std::unique_ptr<Port> p = t->open(self, o, peers, err);
-        if (!p && (t->required() || err == -EADDRINUSE)) {
-            ports_.clear();
-            return err ? err : -EINVAL;
-        }
+        if (!p && (t->required() || err == -EADDRINUSE)) return err ? err : -EINVAL;
         if (!p) {
             SN_WARN(FI_LOG_EP_CTRL,
                     "no %s port for %u:%u:%u (%s): peers it serves are unreachable\n", t->name(),
@@ -50,8 +50,9 @@ int PortSet::open(const Address &self, const PortOptions &o, PeerTable &peers) {
         }
         RxQueue *q = &p->queue();
         bool always = p->polled_always();
-        ports_.push_back(Entry{std::move(p), q, always});
+        opened.push_back(Entry{std::move(p), q, always});
     }
+    ports_ = std::move(opened);
     return 0;
 }
 
