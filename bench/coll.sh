@@ -22,30 +22,15 @@ NPS=${NPS:-2 4 8}
 if [ "${1:-}" = "--quick" ]; then REPEAT=1 ITERS=2000 NETNS_ITERS=500; fi
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-echo "| processes | fi_allreduce over cxi (usec) | MPI_Allreduce, ob1+vader (usec) | cxi/MPI (lower is better) |"
-echo "|---|---|---|---|"
-for np in $NPS; do
+# One row: LABEL, then a command printing coll_mpi's "members fi_usec mpi_usec" line;
+# the medians of REPEAT runs and their ratio.
+row() {
+    local label=$1 a b r
+    shift
     f=() m=()
     for _ in $(seq "$REPEAT"); do
-        read -r _ a b < <(timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$np" \
-            --mca pml ob1 --mca btl self,vader -x FI_PROVIDER_PATH "$exe" bench "$ITERS" 2>/dev/null |
-            tail -1)
-        f+=("$a") m+=("$b")
-    done
-    a=$(printf '%s\n' "${f[@]}" | median)
-    b=$(printf '%s\n' "${m[@]}" | median)
-    r=$(awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
-    printf '| %s | %s | %s | %s |\n' "$np" "$a" "$b" "$r"
-done
-
-# One row from a test bed script: the median of REPEAT runs of its "members fi mpi" line.
-netns_row() {
-    local label=$1 members=$2 a b r
-    shift 2
-    f=() m=()
-    for _ in $(seq "$REPEAT"); do
-        read -r _ a b < <(env COLL_MPI="$exe" COLL_ARGS="bench $NETNS_ITERS" "$@" 2>/dev/null |
-            grep -E "^$members [0-9.]+ [0-9.]+\$") || { a=n/a b=n/a; }
+        read -r _ a b < <("$@" 2>/dev/null | grep -E '^[0-9]+ [0-9.]+ [0-9.]+$' | tail -1) ||
+            { a=n/a b=n/a; }
         f+=("$a") m+=("$b")
     done
     a=$(printf '%s\n' "${f[@]}" | median)
@@ -54,7 +39,15 @@ netns_row() {
     printf '| %s | %s | %s | %s |\n' "$label" "$a" "$b" "$r"
 }
 
+echo "| processes | fi_allreduce over cxi (usec) | MPI_Allreduce, ob1+vader (usec) | cxi/MPI (lower is better) |"
+echo "|---|---|---|---|"
+for np in $NPS; do
+    row "$np" timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$np" \
+        --mca pml ob1 --mca btl self,vader -x FI_PROVIDER_PATH "$exe" bench "$ITERS"
+done
+
 if [ "${NETNS:-0}" = 1 ]; then
-    netns_row "2, two namespaces (MPI: btl tcp)" 2 NETNS_MPI=coll tests/integration/test_netns_mpi.sh
-    netns_row "4, four namespaces (MPI: btl tcp)" 4 tests/integration/test_netns_coll_hosts.sh
+    export COLL_MPI="$exe" COLL_ARGS="bench $NETNS_ITERS"
+    row "2, two namespaces (MPI: btl tcp)" env NETNS_MPI=coll tests/integration/test_netns_mpi.sh
+    row "4, four namespaces (MPI: btl tcp)" tests/integration/test_netns_coll_hosts.sh
 fi

@@ -1,5 +1,6 @@
 #include "common.hpp"
 
+#include <rdma/fi_collective.h>
 #include <rdma/fi_eq.h>
 
 #include <algorithm>
@@ -549,6 +550,20 @@ void join_group(CollGroup &g, fid_fabric *fabric, Endpoint &ep,
         fail("no event on the EQ after fi_join_collective", loc);
     if (event != FI_JOIN_COMPLETE || ev.fid != &g.mc->fid || ev.context != context)
         fail("the join's event is not FI_JOIN_COMPLETE for its mc and context", loc);
+}
+
+int64_t allreduce_sum(Endpoint &ep, const CollGroup &g, int64_t mine, const std::string &what,
+                      const Loc &loc) {
+    int64_t sum = 0;
+    int ctx = 0;
+    post(
+        [&] {
+            return fi_allreduce(ep.ep(), &mine, 1, nullptr, &sum, nullptr, g.addr(), FI_INT64,
+                                FI_SUM, 0, &ctx);
+        },
+        what, loc);
+    wait_comp(ep.tx(), &ctx, what, loc);
+    return sum;
 }
 
 }  // namespace cxit

@@ -294,5 +294,8 @@ struct CollGroup {
 void join_group(CollGroup &g, fid_fabric *fabric, Endpoint &ep,
                 const std::vector<fi_addr_t> &members, void *context = nullptr,
                 bool by_set_addr = true, const Loc &loc = Loc::current());
+// fi_allreduce of one INT64 SUM over `g` from ep, waited for; returns the sum.
+int64_t allreduce_sum(Endpoint &ep, const CollGroup &g, int64_t mine, const std::string &what,
+                      const Loc &loc = Loc::current());
 
 }  // namespace cxit

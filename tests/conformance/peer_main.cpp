@@ -220,15 +220,7 @@ int run_coll(Ctx &c) {
     CollGroup g;
     join_group(g, c.session.fabric(info.get()), *ep, {test, self}, nullptr, false);
     proc::send_str(c.fd, "J");
-    int64_t mine = 5, sum = 0;
-    int ctx = 0;
-    post(
-        [&] {
-            return fi_allreduce(ep->ep(), &mine, 1, nullptr, &sum, nullptr, g.addr(), FI_INT64,
-                                FI_SUM, 0, &ctx);
-        },
-        "fi_allreduce");
-    wait_comp(ep->tx(), &ctx, "allreduce");
+    int64_t sum = allreduce_sum(*ep, g, 5, "allreduce");
     proc::send_str(c.fd, std::to_string(sum));
     proc::expect_str(c.fd, "BYE");  // killed before that
     return g_failed ? 1 : 0;

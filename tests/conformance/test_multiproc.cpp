@@ -211,17 +211,9 @@ TEST_P(MultiProcTest, CollectiveMemberKilledMidCall) {
     CollGroup g;
     join_group(g, fabric(), *ep, {self, peer}, nullptr, false);
     proc::expect_str(c.fd(), "J");
-    int64_t mine = 37, sum = 0;
-    int ctx = 0;
-    post(
-        [&] {
-            return fi_allreduce(ep->ep(), &mine, 1, nullptr, &sum, nullptr, g.addr(), FI_INT64,
-                                FI_SUM, 0, &ctx);
-        },
-        "fi_allreduce");
-    wait_comp(ep->tx(), &ctx, "allreduce with the peer");
-    EXPECT_EQ(42, sum);
+    EXPECT_EQ(42, allreduce_sum(*ep, g, 37, "allreduce with the peer"));
     proc::expect_str(c.fd(), "42");
+    int ctx = 0;
     ASSERT_OK(fi_barrier(ep->ep(), g.addr(), &ctx));  // the peer never enters it
     c.kill_now();
     ErrComp e = wait_err(ep->tx(), &ctx, "barrier whose other member was killed");

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../integration/mpi_fail.h" /* CHECK, which names `rank` */
 #include "pattern.h"
 
 #define TAG_A2A 11
@@ -32,16 +33,6 @@ struct msg_hdr {
 };
 
 static int rank, size;
-
-#define CHECK(cond, ...)                                 \
-    do {                                                 \
-        if (!(cond)) {                                   \
-            fprintf(stderr, "mpi_soak rank %d: ", rank); \
-            fprintf(stderr, __VA_ARGS__);                \
-            fprintf(stderr, "\n");                       \
-            MPI_Abort(MPI_COMM_WORLD, 1);                \
-        }                                                \
-    } while (0)
 
 static uint64_t key(const struct msg_hdr *h) {
     return ((uint64_t)h->round << 32) ^ ((uint64_t)h->src << 20) ^ ((uint64_t)h->dst << 8) ^ h->idx;
