@@ -217,6 +217,9 @@ void RxEngine::complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *bu
                                                op->tagged && m ? m->tag : 0, src});
     } else {
         if (cntr) cntr->inc_err();
+        SN_LOG(err == FI_ETRUNC ? FI_LOG_INFO : FI_LOG_WARN, FI_LOG_EP_DATA,
+               "receive %p failed: %s (%zu of %zu bytes)\n", op->context, fi_strerror(err), len,
+               size_t(olen));
         ErrorCompletion e;
         e.entry = err_entry(op->context, flags, len, buf, m ? m->data : 0, m ? m->tag : op->tag,
                             olen, err, err == FI_ETRUNC ? C_RC_OK : 0);

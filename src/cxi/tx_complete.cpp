@@ -55,6 +55,10 @@ void TxEngine::await_ack(TxOp *op, uint64_t token, int err, int prov_errno) {
 
 void TxEngine::complete(TxOp *op, int err, int prov_errno) {
     SendArgs a = op->a;
+    if (err)  // an application sees an error: the log says which peer and why
+        SN_WARN(FI_LOG_EP_DATA, "operation %p (kind %d, %zu bytes) to %s failed: %s (%d)\n",
+                a.context, int(a.kind), a.len, op->link ? op->link->describe().c_str() : "?",
+                fi_strerror(err), prov_errno);
     if (op->pinned) op->pinned->refs().put();
     free(op);
     if (a.kind == OpKind::kReadResp) return;  // the target's side of a read: nobody waits

@@ -6,6 +6,7 @@
 #include <rdma/fi_cxi_ext.h>
 #include <rdma/fi_eq.h>
 
+#include <array>
 #include <cfenv>
 #include <cmath>
 #include <cstring>
@@ -340,58 +341,122 @@ TEST_P(CollTest, AMemberThatLeftFailsTheGroup) {
 
 CXIT_INSTANTIATE_TRANSPORTS(CollTest);
 
-// More than two members, within a NIC and across NICs at once: two endpoints on cxi0
-// (shared memory between them) and two on cxi1 (UDP to the others).
-class CollGroupTest : public CxiTest {};
+// More than two members, within a NIC and across NICs at once: endpoints on cxi0 and
+// cxi1 in turn (shared memory between those of one NIC, UDP to the others). Groups of 4
+// exchange contributions directly, groups of 8 through the root.
+class CollGroupTest : public CxiTest {
+  protected:
+    void open(size_t n) {
+        EpOptions o;
+        o.caps = kCollCaps;
+        for (size_t i = 0; i < n; i++)
+            eps_.push_back(make_ep(i % 2 ? "cxi1" : "cxi0", o));
+        std::vector<std::vector<uint8_t>> names;
+        for (auto &e : eps_)
+            names.push_back(name_of(e->ep()));
+        groups_ = std::vector<CollGroup>(n);
+        addr_.assign(n, {});
+        for (size_t i = 0; i < n; i++) {
+            for (auto &name : names)
+                addr_[i].push_back(eps_[i]->insert(name));
+            join_group(groups_[i], fabric(), *eps_[i], addr_[i], nullptr, false);
+        }
+        ctx_.assign(n, 0);
+    }
+
+    // Every member calls `call(i)`; each waits for its completion.
+    template <class Call>
+    void all(const std::string &what, Call call) {
+        for (size_t i = 0; i < eps_.size(); i++)
+            post([&] { return call(i); }, what);
+        for (size_t i = 0; i < eps_.size(); i++)
+            wait_comp(eps_[i]->tx(), &ctx_[i], what + " " + std::to_string(i));
+    }
+
+    void TearDown() override {
+        for (CollGroup &g : groups_)
+            g.close();
+    }
+
+    std::vector<EndpointPtr> eps_;
+    std::vector<CollGroup> groups_;
+    std::vector<std::vector<fi_addr_t>> addr_;
+    std::vector<int> ctx_;
+};
 
 TEST_F(CollGroupTest, FourMembersOverBothTransports) {
-    EpOptions o;
-    o.caps = kCollCaps;
-    std::vector<EndpointPtr> eps;
-    for (const char *d : {"cxi0", "cxi1", "cxi0", "cxi1"})
-        eps.push_back(make_ep(d, o));
-    std::vector<std::vector<uint8_t>> names;
-    for (auto &e : eps)
-        names.push_back(name_of(e->ep()));
-    const size_t n = eps.size();
-    std::vector<CollGroup> groups(n);
-    std::vector<std::vector<fi_addr_t>> addr(n);
-    for (size_t i = 0; i < n; i++) {
-        for (auto &name : names)
-            addr[i].push_back(eps[i]->insert(name));
-        join_group(groups[i], fabric(), *eps[i], addr[i], nullptr, false);
-    }
+    open(4);
+    const size_t n = eps_.size();
     std::vector<int64_t> in(n), out(n, 0);
-    std::vector<int> ctx(n);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         in[i] = int64_t(i + 1) * 10;
-        post(
-            [&] {
-                return fi_allreduce(eps[i]->ep(), &in[i], 1, nullptr, &out[i], nullptr,
-                                    groups[i].addr(), FI_INT64, FI_SUM, 0, &ctx[i]);
-            },
-            "allreduce");
-    }
-    for (size_t i = 0; i < n; i++) {
-        wait_comp(eps[i]->tx(), &ctx[i], "allreduce " + std::to_string(i));
+    all("allreduce", [&](size_t i) {
+        return fi_allreduce(eps_[i]->ep(), &in[i], 1, nullptr, &out[i], nullptr, groups_[i].addr(),
+                            FI_INT64, FI_SUM, 0, &ctx_[i]);
+    });
+    for (size_t i = 0; i < n; i++)
         EXPECT_EQ(100, out[i]) << "member " << i;
-    }
     std::vector<uint32_t> word(n, 0);
     word[2] = 0xC0FFEE;
+    all("broadcast", [&](size_t i) {
+        return fi_broadcast(eps_[i]->ep(), &word[i], 1, nullptr, groups_[i].addr(), addr_[i][2],
+                            FI_UINT32, 0, &ctx_[i]);
+    });
     for (size_t i = 0; i < n; i++)
-        post(
-            [&] {
-                return fi_broadcast(eps[i]->ep(), &word[i], 1, nullptr, groups[i].addr(),
-                                    addr[i][2], FI_UINT32, 0, &ctx[i]);
-            },
-            "broadcast");
-    for (size_t i = 0; i < n; i++) {
-        wait_comp(eps[i]->tx(), &ctx[i], "broadcast " + std::to_string(i));
         EXPECT_EQ(0xC0FFEEu, word[i]) << "member " << i;
-    }
-    for (CollGroup &g : groups) {
-        EXPECT_OK(fi_close(&g.mc->fid));
-        g.mc = nullptr;
+}
+
+// Whatever the exchange, the result is the fold in rank order: a double sum that
+// association would change (1e16 + 1 - 1e16 + 1 is 1 in rank order, 0 folded in pairs)
+// comes out the same on every member, sums of every width are right, and one member with
+// another op makes every member's call fail with OP_MISMATCH.
+TEST_F(CollGroupTest, FourAndEightMembersFoldInRankOrder) {
+    for (size_t n : {4, 8}) {
+        SCOPED_TRACE(n);
+        TearDown();
+        groups_.clear();
+        eps_.clear();
+        open(n);
+        std::vector<double> din(n), dout(n, -1);
+        for (size_t i = 0; i < n; i++)
+            din[i] = i % 2 ? 1.0 : (i % 4 ? -1e16 : 1e16);
+        all("double sum", [&](size_t i) {
+            return fi_allreduce(eps_[i]->ep(), &din[i], 1, nullptr, &dout[i], nullptr,
+                                groups_[i].addr(), FI_DOUBLE, FI_SUM, 0, &ctx_[i]);
+        });
+        double expect = 0;
+        for (double d : din)
+            expect += d;
+        for (size_t i = 0; i < n; i++)
+            EXPECT_EQ(expect, dout[i]) << "member " << i;
+        std::vector<std::array<int64_t, 4>> in(n), out(n);
+        for (size_t i = 0; i < n; i++)
+            in[i] = {int64_t(i), -int64_t(i) * 1000, int64_t(1) << i, 7};
+        all("4-element sum", [&](size_t i) {
+            return fi_allreduce(eps_[i]->ep(), in[i].data(), 4, nullptr, out[i].data(), nullptr,
+                                groups_[i].addr(), FI_INT64, FI_SUM, 0, &ctx_[i]);
+        });
+        const int64_t s = int64_t(n * (n - 1) / 2);
+        for (size_t i = 0; i < n; i++)
+            EXPECT_EQ((std::array<int64_t, 4>{s, -1000 * s, (int64_t(1) << n) - 1, 7 * int64_t(n)}),
+                      out[i])
+                << "member " << i;
+        all("barrier",
+            [&](size_t i) { return fi_barrier(eps_[i]->ep(), groups_[i].addr(), &ctx_[i]); });
+        std::vector<int64_t> one(n, 1), res(n);
+        for (size_t i = 0; i < n; i++)
+            post(
+                [&] {
+                    return fi_allreduce(eps_[i]->ep(), &one[i], 1, nullptr, &res[i], nullptr,
+                                        groups_[i].addr(), FI_INT64, i == n - 1 ? FI_MAX : FI_SUM,
+                                        0, &ctx_[i]);
+                },
+                "mismatched allreduce");
+        for (size_t i = 0; i < n; i++)
+            EXPECT_EQ(
+                FI_CXI_ERRNO_RED_OP_MISMATCH,
+                wait_err(eps_[i]->tx(), &ctx_[i], "mismatch " + std::to_string(i)).e.prov_errno)
+                << "member " << i;
     }
 }
 
