@@ -40,7 +40,11 @@ Context::~Context() {
 int Context::open(uint32_t pid, bool quiet) {
     uint32_t first = pid == kPidAny ? 0 : pid, last = pid == kPidAny ? kMaxPid : pid;
     for (uint32_t p = first; p <= last; p++) {
-        int err = links_.open(p);
+        int err;
+        {
+            SpinGuard g(lock_);  // a progress call through a bound CQ waits for whole ports
+            err = links_.open(p);
+        }
         if (err == 0) {
             pid_ = p;
             if (env().offload) transport::offload_register(this);
@@ -156,17 +160,40 @@ bool Context::deliver_from(const uint8_t *pkt, size_t len, transport::Link &from
     return deliver(pkt, len);
 }
 
+namespace {
+
+// A packet's header, in either format (wire.hpp), and where its payload starts; false
+// when the bytes cannot be a packet.
+bool unpack(const uint8_t *pkt, size_t len, WireHdr &h, size_t &hdr_len) {
+    if (len >= kSmallHdrNoData && pkt[0] == static_cast<uint8_t>(Pkt::kSmall)) {
+        SmallHdr s;
+        std::memcpy(&s, pkt, kSmallHdrNoData);
+        hdr_len = small_hdr_len(s.flags);
+        if (len < hdr_len || (s.flags & ~(kWTagged | kWCqData))) return false;
+        if (s.flags & kWCqData) std::memcpy(&s.cq_data, pkt + kSmallHdrNoData, 8);
+        h = wire_hdr(Pkt::kMsg, s.vni, s.src_pid, s.src_nic);
+        h.version = s.version;
+        h.flags = s.flags;
+        h.payload = s.payload;
+        h.msg_len = h.eager_len = s.payload;
+        h.tag = s.tag;
+        h.cq_data = s.flags & kWCqData ? s.cq_data : 0;
+    } else {
+        if (len < sizeof(h)) return false;
+        std::memcpy(&h, pkt, sizeof(h));
+        hdr_len = sizeof(h);
+    }
+    return h.version == kWireVersion && h.payload <= len - hdr_len;
+}
+
+}  // namespace
+
 // Every packet from a ring or a socket: checked, then handed to the engine it is for.
 bool Context::deliver(const uint8_t *pkt, size_t len) {
     WireHdr h;
-    if (len < sizeof(h)) {
-        SN_WARN(FI_LOG_EP_DATA, "dropping runt packet (%zu bytes)\n", len);
-        domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
-        return true;
-    }
-    std::memcpy(&h, pkt, sizeof(h));
-    if (h.version != kWireVersion || h.payload > len - sizeof(h)) {
-        SN_WARN(FI_LOG_EP_DATA, "dropping malformed packet\n");
+    size_t hdr_len = 0;
+    if (!unpack(pkt, len, h, hdr_len)) {
+        SN_WARN(FI_LOG_EP_DATA, "dropping malformed packet (%zu bytes)\n", len);
         domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
         return true;
     }
@@ -175,9 +202,10 @@ bool Context::deliver(const uint8_t *pkt, size_t len) {
         domain_.count(SOFTNIC_CNTR_VNI_DROPPED);
         return true;
     }
-    const uint8_t *payload = pkt + sizeof(h);
+    const uint8_t *payload = pkt + hdr_len;
     switch (static_cast<Pkt>(h.type)) {
         case Pkt::kMsg:
+        case Pkt::kSmall:  // unpack made it a kMsg
             return rx_.on_msg(h, payload);
         case Pkt::kData:
             rx_.on_data(h, payload);

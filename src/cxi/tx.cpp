@@ -49,11 +49,18 @@ bool TxEngine::try_fast_send(const SendArgs &a, transport::Link *link, int &err)
     if (a.len + sizeof(WireHdr) > link->max_packet()) return false;
     if (completion_level(a.flags) != FI_TRANSMIT_COMPLETE) return false;
     if (link->completes_on_ack()) return false;  // tracked until the peer acknowledges
-    WireHdr h;
-    fill_hdr(h, Pkt::kMsg, a, link);
+    SmallHdr h;
+    h.type = static_cast<uint8_t>(Pkt::kSmall);
+    h.version = kWireVersion;
+    h.flags = (a.tagged ? kWTagged : 0) | ((a.flags & FI_REMOTE_CQ_DATA) ? kWCqData : 0);
+    h.vni = ctx_.links().vni_of(link);
+    h.src_pid = static_cast<uint16_t>(ctx_.pid());
+    h.src_nic = domain_.nic().addr;
     h.payload = static_cast<uint32_t>(a.len);
+    h.tag = a.tag;
+    h.cq_data = a.data;
     iovec iov{const_cast<void *>(a.buf), a.len};
-    if (!link->send(&h, sizeof(h), &iov, a.len ? 1 : 0)) {
+    if (!link->send(&h, small_hdr_len(h.flags), &iov, a.len ? 1 : 0)) {
         err = -FI_EAGAIN;
         return false;
     }

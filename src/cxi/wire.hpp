@@ -20,8 +20,13 @@
 // family) for key `tag` at offset `rdzv_addr`; `msg_len` is the element size and
 // `cq_data` holds the op (bits 0-7) and datatype (bits 8-15). Fetching ones (kWFetch)
 // are answered with kAtomicResp carrying the previous value, the others with kDone.
+//
+// kSmall: a one-packet message that asks for nothing back (no rendezvous, no kDone),
+// with a compact header (SmallHdr): within a host a small message and its header then
+// fill one cache line of the receiver's ring instead of two.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace softnic::cxi {
@@ -38,7 +43,8 @@ enum class Pkt : uint8_t {
     kRmaReadResp = 7,
     kAtomic = 8,
     kAtomicResp = 9,
-    kColl = 10,  // a collective's contribution or result (coll.hpp)
+    kColl = 10,   // a collective's contribution or result (coll.hpp)
+    kSmall = 11,  // a whole small message, compact header (SmallHdr)
 };
 
 enum WireFlags : uint16_t {
@@ -56,14 +62,19 @@ enum WireFlags : uint16_t {
     kWRnr = 1 << 11,        // kDone: receiver not ready, the message was not taken
 };
 
-struct WireHdr {
+// The first 16 bytes of every packet, in both header formats.
+struct WirePrefix {
     uint8_t type;
     uint8_t version;
     uint16_t flags;
     uint16_t vni;
     uint16_t src_pid;
     uint32_t src_nic;
-    uint32_t payload;    // bytes following this header in the packet
+    uint32_t payload;  // bytes following the header in the packet
+};
+static_assert(sizeof(WirePrefix) == 16, "wire prefix layout");
+
+struct WireHdr : WirePrefix {
     uint64_t msg_len;    // whole message
     uint64_t eager_len;  // bytes that travel in kMsg/kData packets
     uint64_t tag;
@@ -73,6 +84,18 @@ struct WireHdr {
     uint64_t rdzv_addr;  // sender's buffer, for single-copy pulls
 };
 static_assert(sizeof(WireHdr) == 72, "wire header layout");
+
+// kSmall's header: the prefix (payload = the message's length), the tag, and cq_data
+// only when kWCqData is set. Flags: kWTagged, kWCqData.
+struct SmallHdr : WirePrefix {
+    uint64_t tag;
+    uint64_t cq_data;  // present only with kWCqData
+};
+static_assert(sizeof(SmallHdr) == 32, "kSmall header layout");
+constexpr size_t kSmallHdrNoData = sizeof(WirePrefix) + sizeof(uint64_t);
+inline size_t small_hdr_len(uint16_t flags) {
+    return flags & kWCqData ? sizeof(SmallHdr) : kSmallHdrNoData;
+}
 
 // A header of `type` from endpoint (nic, pid) on `vni`, every other field zero.
 inline WireHdr wire_hdr(Pkt type, uint16_t vni, uint32_t pid, uint32_t nic) {

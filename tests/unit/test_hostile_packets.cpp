@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <random>
 
 #include "cxi/wire.hpp"  // the packet format under attack
@@ -20,6 +21,7 @@
 namespace {
 
 using softnic::cxi::Pkt;
+using softnic::cxi::SmallHdr;
 using softnic::cxi::WireHdr;
 
 #define OK(call) ASSERT_EQ(0, (call)) << #call
@@ -109,13 +111,32 @@ WireHdr header(Pkt type, const SelfEndpoint &e) {
     return h;
 }
 
-TEST(HostilePackets, GarbageInTheRingIsDroppedAndTheEndpointSurvives) {
+SmallHdr small(const SelfEndpoint &e, uint16_t flags) {
+    SmallHdr h{};
+    h.type = static_cast<uint8_t>(Pkt::kSmall);
+    h.version = softnic::cxi::kWireVersion;
+    h.flags = flags;
+    h.vni = kDefaultVni;
+    h.src_nic = e.nic;
+    h.src_pid = static_cast<uint16_t>(e.pid);
+    return h;
+}
+
+// The endpoint, and its receive ring opened as a peer on the host would open it.
+class HostilePackets : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        e.open();
+        if (HasFatalFailure()) return;
+        int err = 0;
+        link = softnic::transport::shm::ShmLink::open(ring_of(e), err);
+        ASSERT_TRUE(link) << "ring name scheme changed? err " << err;
+    }
     SelfEndpoint e;
-    e.open();
-    if (HasFatalFailure()) return;
-    int err = 0;
-    auto link = softnic::transport::shm::ShmLink::open(ring_of(e), err);
-    ASSERT_TRUE(link) << "ring name scheme changed? err " << err;
+    std::unique_ptr<softnic::transport::shm::ShmLink> link;
+};
+
+TEST_F(HostilePackets, GarbageInTheRingIsDroppedAndTheEndpointSurvives) {
     fi_cxi_dom_ops *ops = nullptr;
     OK(fi_open_ops(&e.domain->fid, FI_CXI_DOM_OPS_1, 0, reinterpret_cast<void **>(&ops), nullptr));
     constexpr unsigned kDropped = 2527;  // softnic's dropped-packet counter
@@ -176,9 +197,46 @@ TEST(HostilePackets, GarbageInTheRingIsDroppedAndTheEndpointSurvives) {
     h.msg_len = 8;
     h.offset = 16;
     send_raw(&h, sizeof(h));
+    // Compact small-message headers: a payload longer than the packet, a flag they may
+    // not carry (rendezvous), a header cut short of its cq_data, a tag wider than 48 bits.
+    SmallHdr sh = small(e, softnic::cxi::kWTagged);
+    sh.payload = 100;
+    send_raw(&sh, softnic::cxi::kSmallHdrNoData);
+    sh = small(e, softnic::cxi::kWTagged | softnic::cxi::kWRdzv);
+    send_raw(&sh, softnic::cxi::kSmallHdrNoData);
+    sh = small(e, softnic::cxi::kWCqData);
+    send_raw(&sh, softnic::cxi::kSmallHdrNoData);
+    sh = small(e, softnic::cxi::kWTagged);
+    sh.tag = ~0ULL;
+    send_raw(&sh, softnic::cxi::kSmallHdrNoData);
     e.roundtrip(5);
     OK(ops->cntr_read(&e.domain->fid, kDropped, &dropped1, nullptr));
-    EXPECT_GE(dropped1 - dropped0, 12u) << "malformed packets must be counted";
+    EXPECT_GE(dropped1 - dropped0, 16u) << "malformed packets must be counted";
+}
+
+// A compact small-message record, as a peer on the host writes it, arrives with its tag,
+// remote CQ data and bytes.
+TEST_F(HostilePackets, SmallRecordsCarryTagDataAndBytes) {
+    char in[16] = {};
+    OK(fi_trecv(e.ep, in, sizeof(in), nullptr, FI_ADDR_UNSPEC, 0x77, 0, nullptr));
+    SmallHdr h = small(e, softnic::cxi::kWTagged | softnic::cxi::kWCqData);
+    h.tag = 0x77;
+    h.cq_data = 0xfeedULL;
+    h.payload = 6;
+    iovec iov{const_cast<char *>("hello"), 6};
+    ASSERT_TRUE(link->send(&h, sizeof(h), &iov, 1, false));
+    fi_cq_tagged_entry c{};
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    ssize_t n = 0;
+    while ((n = fi_cq_read(e.cq, &c, 1)) == -FI_EAGAIN &&
+           std::chrono::steady_clock::now() < deadline)
+        ;
+    ASSERT_EQ(1, n);
+    EXPECT_EQ(6u, c.len);
+    EXPECT_EQ(0x77u, c.tag);
+    EXPECT_EQ(0xfeedu, c.data);
+    EXPECT_TRUE(c.flags & FI_REMOTE_CQ_DATA);
+    EXPECT_STREQ("hello", in);
 }
 
 }  // namespace
