@@ -5,7 +5,8 @@
 #
 # Runs fi_pingpong (Debian's libfabric-bin) for each provider at 8 bytes (latency) and
 # 1 MiB (bandwidth), and fabtests' fi_rdm_tagged_pingpong / fi_rdm_tagged_bw when they
-# are installed (FABTESTS_BIN, default /opt/fabtests/bin). Each point is the median of
+# are installed (FABTESTS_BIN, default /opt/fabtests/bin): 8-byte latency, 1 MiB
+# bandwidth and the 8-byte message rate with 64 sends in flight. Each point is the median of
 # REPEAT runs, the providers taking turns. Prints a markdown table with cxi/shm ratios (latency: lower is better,
 # bandwidth: higher is better). With fabtests installed, the one-sided rows come from
 # fi_rma_bw (write and read, 64 KiB and 1 MiB) and the atomic rate from fi_rdm_atomic
@@ -91,4 +92,6 @@ if [[ $SECTIONS == *msg* ]] && [ -x "$FABTESTS_BIN/fi_rdm_tagged_pingpong" ]; th
         "$FABTESTS_BIN/fi_rdm_tagged_pingpong" -S 8 -I "$LAT_ITERS"
     FT=1 row "fi_rdm_tagged_bw 1 MiB bandwidth (MB/s)" 5 "higher is better" \
         "$FABTESTS_BIN/fi_rdm_tagged_bw" -S 1048576 -I "$BW_ITERS"
+    FT=1 row "fi_rdm_tagged_bw 8 B message rate, window 64 (M/s)" 7 "higher is better" \
+        "$FABTESTS_BIN/fi_rdm_tagged_bw" -S 8 -W 64 -I $((LAT_ITERS * 10))
 fi
