@@ -9,11 +9,20 @@
 #include <thread>
 #include <vector>
 
+#include "common/wait.hpp"
+
 namespace softnic::transport {
 namespace {
 
 constexpr int kTickMs = 1;    // how soon a quiet application is noticed
 constexpr int kIdleMs = 100;  // nothing to watch: a safety-net wake-up
+// While every application keeps calling in (and none sleeps on a wait object), the tick
+// that looks for one going quiet doubles up to this. Each tick wakes this thread, and
+// where the application's threads busy-poll on every CPU a wake-up preempts one of them:
+// at 1 ms, fi_pingpong between two namespaces of a 2-vCPU machine took 1.5x as long as
+// without the helper. The price: an application that stops calling in is noticed up
+// to this late (until then its peers wait).
+constexpr int kActiveTickMaxMs = 8;
 
 class Helper {
   public:
@@ -68,7 +77,7 @@ class Helper {
         if (stop_) return -2;
         fds.assign(1, pollfd{wake_fd_, POLLIN, 0});
         owners.assign(1, nullptr);
-        bool ticking = false;
+        bool ticking = false, helping = false, active = false;
         for (Entry &e : clients_) {
             uint64_t calls = e.client->app_calls();
             e.quiet = calls == e.seen_calls;
@@ -81,8 +90,14 @@ class Helper {
                 owners.push_back(e.client);
             }
             ticking |= !e.quiet || wanted;
+            helping |= e.quiet && wanted;
+            active |= !e.quiet;
         }
-        return ticking ? kTickMs : kIdleMs;
+        if (active && !helping && !WaitFd::armed_anywhere())
+            active_tick_ = std::min(active_tick_ * 2, kActiveTickMaxMs);
+        else
+            active_tick_ = kTickMs;
+        return ticking ? active_tick_ : kIdleMs;
     }
 
     void serve_readable(const std::vector<pollfd> &fds,
@@ -122,6 +137,7 @@ class Helper {
     std::thread thread_;
     int wake_fd_ = -1;
     bool stop_ = false;
+    int active_tick_ = kTickMs;
 };
 
 Helper &helper() {
