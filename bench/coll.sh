@@ -6,6 +6,10 @@
 #
 #   bench/coll.sh [--quick]
 #
+# Host rows also show the scheduling floor (bench/sched_floor.c): the same number of
+# processes, yielding the same way, that only raise a shared counter and wait for the
+# others' each round, with no transport at all.
+#
 # NETNS=1 (root): also 2 processes in two network namespaces over a veth, and 4 in four
 # namespaces on a bridge, one a namespace (cxi over UDP; Open MPI with pml ob1, btl tcp),
 # through tests/integration/test_netns_mpi.sh and test_netns_coll_hosts.sh.
@@ -21,12 +25,19 @@ NETNS_ITERS=${NETNS_ITERS:-2000}  # Open MPI over btl tcp takes milliseconds a c
 NPS=${NPS:-2 4 8}
 if [ "${1:-}" = "--quick" ]; then REPEAT=1 ITERS=2000 NETNS_ITERS=500; fi
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+floor_exe=$(mktemp -d)/sched_floor
+trap 'rm -rf "$(dirname "$floor_exe")"' EXIT
+cc -O2 -std=gnu11 -Wall -Wextra -o "$floor_exe" bench/sched_floor.c
+# The scheduling floor for NP processes: the median of REPEAT runs.
+floor() {
+    for _ in $(seq "$REPEAT"); do "$floor_exe" -n "$1" -i "$ITERS" | awk '{print $2}'; done | median
+}
 
-# One row: LABEL, then a command printing coll_mpi's "members fi_usec mpi_usec" line;
-# the medians of REPEAT runs and their ratio.
+# One row: LABEL, the floor's cell, then a command printing coll_mpi's "members fi_usec
+# mpi_usec" line; the medians of REPEAT runs and their ratio.
 row() {
-    local label=$1 a b r
-    shift
+    local label=$1 fl=$2 a b r
+    shift 2
     f=() m=()
     for _ in $(seq "$REPEAT"); do
         read -r _ a b < <("$@" 2>/dev/null | grep -E '^[0-9]+ [0-9.]+ [0-9.]+$' | tail -1) ||
@@ -36,18 +47,18 @@ row() {
     a=$(printf '%s\n' "${f[@]}" | median)
     b=$(printf '%s\n' "${m[@]}" | median)
     r=$(awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
-    printf '| %s | %s | %s | %s |\n' "$label" "$a" "$b" "$r"
+    printf '| %s | %s | %s | %s | %s |\n' "$label" "$a" "$b" "$r" "$fl"
 }
 
-echo "| processes | fi_allreduce over cxi (usec) | MPI_Allreduce, ob1+vader (usec) | cxi/MPI (lower is better) |"
-echo "|---|---|---|---|"
+echo "| processes | fi_allreduce over cxi (usec) | MPI_Allreduce, ob1+vader (usec) | cxi/MPI (lower is better) | scheduling floor (usec) |"
+echo "|---|---|---|---|---|"
 for np in $NPS; do
-    row "$np" timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$np" \
+    row "$np" "$(floor "$np")" timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$np" \
         --mca pml ob1 --mca btl self,vader -x FI_PROVIDER_PATH "$exe" bench "$ITERS"
 done
 
 if [ "${NETNS:-0}" = 1 ]; then
     export COLL_MPI="$exe" COLL_ARGS="bench $NETNS_ITERS"
-    row "2, two namespaces (MPI: btl tcp)" env NETNS_MPI=coll tests/integration/test_netns_mpi.sh
-    row "4, four namespaces (MPI: btl tcp)" tests/integration/test_netns_coll_hosts.sh
+    row "2, two namespaces (MPI: btl tcp)" - env NETNS_MPI=coll tests/integration/test_netns_mpi.sh
+    row "4, four namespaces (MPI: btl tcp)" - tests/integration/test_netns_coll_hosts.sh
 fi
