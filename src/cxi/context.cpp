@@ -162,8 +162,16 @@ bool Context::deliver_from(const uint8_t *pkt, size_t len, transport::Link &from
 
 namespace {
 
-// A packet's header, in either format (wire.hpp), and where its payload starts; false
-// when the bytes cannot be a packet.
+// A full header with a compact one's prefix (flags and payload included), as `type`.
+WireHdr from_prefix(const WirePrefix &p, Pkt type) {
+    WireHdr h{};
+    static_cast<WirePrefix &>(h) = p;
+    h.type = static_cast<uint8_t>(type);
+    return h;
+}
+
+// A packet's header, in any of its formats (wire.hpp), and where its payload starts;
+// false when the bytes cannot be a packet.
 bool unpack(const uint8_t *pkt, size_t len, WireHdr &h, size_t &hdr_len) {
     if (len >= kSmallHdrNoData && pkt[0] == static_cast<uint8_t>(Pkt::kSmall)) {
         SmallHdr s;
@@ -171,13 +179,20 @@ bool unpack(const uint8_t *pkt, size_t len, WireHdr &h, size_t &hdr_len) {
         hdr_len = small_hdr_len(s.flags);
         if (len < hdr_len || (s.flags & ~(kWTagged | kWCqData))) return false;
         if (s.flags & kWCqData) std::memcpy(&s.cq_data, pkt + kSmallHdrNoData, 8);
-        h = wire_hdr(Pkt::kMsg, s.vni, s.src_pid, s.src_nic);
-        h.version = s.version;
-        h.flags = s.flags;
-        h.payload = s.payload;
+        h = from_prefix(s, Pkt::kMsg);
         h.msg_len = h.eager_len = s.payload;
         h.tag = s.tag;
         h.cq_data = s.flags & kWCqData ? s.cq_data : 0;
+    } else if (len >= sizeof(CollHdr) && pkt[0] == static_cast<uint8_t>(Pkt::kCollSmall)) {
+        CollHdr c;
+        std::memcpy(&c, pkt, sizeof(c));
+        hdr_len = sizeof(c);
+        h = from_prefix(c, Pkt::kColl);
+        h.msg_len = c.payload;
+        h.tag = c.key;
+        h.cq_data = c.shape;
+        h.cookie = c.seq;
+        h.offset = c.rank;
     } else {
         if (len < sizeof(h)) return false;
         std::memcpy(&h, pkt, sizeof(h));
@@ -231,6 +246,7 @@ bool Context::deliver(const uint8_t *pkt, size_t len) {
             one_sided_.on_atomic_resp(h, payload);
             return true;
         case Pkt::kColl:
+        case Pkt::kCollSmall:  // unpack made it a kColl
             coll_.on_packet(h, payload);
             return true;
     }

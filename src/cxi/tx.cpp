@@ -259,8 +259,7 @@ void TxEngine::on_get_req(const WireHdr &h) {
 
 void TxEngine::send_ctrl(transport::Link *link, const WireHdr &h, const void *data) {
     if (!link) return;
-    iovec iov{const_cast<void *>(data), h.payload};
-    if (ctrl_backlog_.empty() && link->send(&h, sizeof(h), &iov, h.payload ? 1 : 0)) return;
+    if (ctrl_backlog_.empty() && send_packet(link, h, data)) return;
     CtrlPkt &c = ctrl_backlog_.emplace_back(CtrlPkt{link, h, {}});  // retried by progress
     if (h.payload && data) std::memcpy(c.data, data, std::min<size_t>(h.payload, sizeof(c.data)));
 }
@@ -268,10 +267,26 @@ void TxEngine::send_ctrl(transport::Link *link, const WireHdr &h, const void *da
 void TxEngine::flush_ctrl() {
     while (!ctrl_backlog_.empty()) {
         CtrlPkt &c = ctrl_backlog_.front();
-        iovec iov{c.data, c.h.payload};
-        if (!c.link->send(&c.h, sizeof(c.h), &iov, c.h.payload ? 1 : 0)) break;
+        if (!send_packet(c.link, c.h, c.data)) break;
         ctrl_backlog_.pop_front();
     }
+}
+
+// A control packet on the wire: a collective's packet that carries no reduction error
+// goes in kCollSmall's compact header (one cache line within a host), the rest as is.
+bool TxEngine::send_packet(transport::Link *link, const WireHdr &h, const void *data) {
+    iovec iov{const_cast<void *>(data), h.payload};
+    if (h.type == static_cast<uint8_t>(Pkt::kColl) && !h.rdzv_addr && h.msg_len == h.payload) {
+        CollHdr c;
+        static_cast<WirePrefix &>(c) = h;
+        c.type = static_cast<uint8_t>(Pkt::kCollSmall);
+        c.key = h.tag;
+        c.shape = h.cq_data;
+        c.seq = static_cast<uint32_t>(h.cookie);
+        c.rank = static_cast<uint32_t>(h.offset);
+        return link->send(&c, sizeof(c), &iov, h.payload ? 1 : 0);
+    }
+    return link->send(&h, sizeof(h), &iov, h.payload ? 1 : 0);
 }
 
 void TxEngine::progress_queues(bool reap_due) {

@@ -163,6 +163,7 @@ class TxEngine {
     void pump_ops(transport::Link *&batch);
     void progress_queues(bool reap_due);
     void flush_ctrl();
+    bool send_packet(transport::Link *link, const WireHdr &h, const void *data);
     void check_acks();
     void await_ack(TxOp *op, uint64_t token, int err, int prov_errno);
     void reap_dead_peers();

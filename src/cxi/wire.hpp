@@ -23,7 +23,8 @@
 //
 // kSmall: a one-packet message that asks for nothing back (no rendezvous, no kDone),
 // with a compact header (SmallHdr): within a host a small message and its header then
-// fill one cache line of the receiver's ring instead of two.
+// fill one cache line of the receiver's ring instead of two. kCollSmall is kColl's
+// compact form (CollHdr), for the packets that carry no reduction error.
 #pragma once
 
 #include <cstddef>
@@ -43,8 +44,9 @@ enum class Pkt : uint8_t {
     kRmaReadResp = 7,
     kAtomic = 8,
     kAtomicResp = 9,
-    kColl = 10,   // a collective's contribution or result (coll.hpp)
-    kSmall = 11,  // a whole small message, compact header (SmallHdr)
+    kColl = 10,       // a collective's contribution or result (coll.hpp)
+    kSmall = 11,      // a whole small message, compact header (SmallHdr)
+    kCollSmall = 12,  // kColl without a reduction error, compact header (CollHdr)
 };
 
 enum WireFlags : uint16_t {
@@ -96,6 +98,18 @@ constexpr size_t kSmallHdrNoData = sizeof(WirePrefix) + sizeof(uint64_t);
 inline size_t small_hdr_len(uint16_t flags) {
     return flags & kWCqData ? sizeof(SmallHdr) : kSmallHdrNoData;
 }
+
+// kCollSmall's header: the prefix, then kColl's tag (the group's key), cq_data (the
+// call's shape and flags), cookie (the call's sequence number) and offset (the sender's
+// rank); msg_len is the payload, rdzv_addr 0. 40 bytes: with the cell header and an
+// 8-byte contribution, one cache line.
+struct CollHdr : WirePrefix {
+    uint64_t key;
+    uint64_t shape;
+    uint32_t seq;
+    uint32_t rank;
+};
+static_assert(sizeof(CollHdr) == 40, "kCollSmall header layout");
 
 // A header of `type` from endpoint (nic, pid) on `vni`, every other field zero.
 inline WireHdr wire_hdr(Pkt type, uint16_t vni, uint32_t pid, uint32_t nic) {

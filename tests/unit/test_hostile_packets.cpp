@@ -209,9 +209,16 @@ TEST_F(HostilePackets, GarbageInTheRingIsDroppedAndTheEndpointSurvives) {
     sh = small(e, softnic::cxi::kWTagged);
     sh.tag = ~0ULL;
     send_raw(&sh, softnic::cxi::kSmallHdrNoData);
+    // A compact collective packet claiming more payload than it has, and one cut short.
+    softnic::cxi::CollHdr ch{};
+    static_cast<softnic::cxi::WirePrefix &>(ch) = small(e, 0);
+    ch.type = static_cast<uint8_t>(Pkt::kCollSmall);
+    ch.payload = 64;
+    send_raw(&ch, sizeof(ch));
+    send_raw(&ch, sizeof(ch) - 8);
     e.roundtrip(5);
     OK(ops->cntr_read(&e.domain->fid, kDropped, &dropped1, nullptr));
-    EXPECT_GE(dropped1 - dropped0, 16u) << "malformed packets must be counted";
+    EXPECT_GE(dropped1 - dropped0, 18u) << "malformed packets must be counted";
 }
 
 // A compact small-message record, as a peer on the host writes it, arrives with its tag,
