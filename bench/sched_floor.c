@@ -56,8 +56,10 @@ static void run(struct slot *s, int me, int n, int iters, int yield) {
 int main(int argc, char **argv) {
     int n = 4, iters = 20000, opt;
     while ((opt = getopt(argc, argv, "n:i:")) != -1) {
-        if (opt == 'n') n = atoi(optarg);
-        else if (opt == 'i') iters = atoi(optarg);
+        if (opt == 'n')
+            n = atoi(optarg);
+        else if (opt == 'i')
+            iters = atoi(optarg);
         else {
             fprintf(stderr, "usage: %s [-n processes] [-i iterations]\n", argv[0]);
             return 1;
@@ -92,7 +94,8 @@ int main(int argc, char **argv) {
         if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) bad = 1;
     }
     double v[MAX_PROCS];
-    for (int p = 0; p < n; p++) v[p] = s[p].usec;
+    for (int p = 0; p < n; p++)
+        v[p] = s[p].usec;
     qsort(v, (size_t)n, sizeof(v[0]), cmp);
     printf("%d %.3f\n", n, v[n / 2]);
     return bad;
