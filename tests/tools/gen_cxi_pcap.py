@@ -18,6 +18,8 @@ Frames, in order (tests/tools/test_dissector.sh checks them by number):
   11 ACK on UDP port 9999 (outside the range): found by the heuristic
   12 header-only packet with unknown type 9 and version 2 on a softnic port
   13 DATA + MSG whose source PID (9) disagrees with the UDP source port (PID 5)
+  14 DATA + COLL_SMALL (a collective contribution's 40-byte header): key 0x77, call 9,
+     rank 2, 8-byte payload
 With --fuzz N, N more frames follow: seeded pseudo-random mutations of the frames above
 (the magic kept, bytes flipped, lengths cut or padded) to check the dissector never
 raises a Lua error.
@@ -33,7 +35,7 @@ REL_MAGIC = 0x4E53
 REL_DATA, REL_ACK, REL_PROBE = 1, 2, 3
 ACK_VALID = 0x1
 
-MSG, DATA, GET_REQ, DONE = 1, 2, 3, 4
+MSG, DATA, GET_REQ, DONE, COLL_SMALL = 1, 2, 3, 4, 12
 TAGGED, CQ_DATA, ACK_REQ, RDZV, WHOLE, PULLED, TRUNC, ERROR = (1 << i for i in range(8))
 
 
@@ -55,6 +57,13 @@ def cxi_pkt(ptype, flags=0, vni=0, pid=0, nic=0, payload=b"", payload_len=None,
     hdr = struct.pack("<BBHHHIIQQQQQQQ", ptype, 1, flags, vni, pid, nic, payload_len,
                       msg_len, eager_len, tag, cq_data, cookie, offset, rdzv_addr)
     assert len(hdr) == 72
+    return hdr + payload
+
+
+def coll_small(vni, pid, nic, key, shape, seq, rank, payload):
+    hdr = struct.pack("<BBHHHIIQQII", COLL_SMALL, 1, 0, vni, pid, nic, len(payload), key,
+                      shape, seq, rank)
+    assert len(hdr) == 40
     return hdr + payload
 
 
@@ -157,6 +166,9 @@ def main():
         # 13 header PID disagrees with the port
         a_to_b(rel_hdr(REL_DATA, 0, ep_a, 19)
                + cxi_pkt(MSG, 0, vni, 9, a_nic, b"x", msg_len=1)),
+        # 14 DATA + COLL_SMALL
+        a_to_b(rel_hdr(REL_DATA, 0, ep_a, 20)
+               + coll_small(vni, a_pid, a_nic, 0x77, 0x100030003, 9, 2, b"\x2a" + bytes(7))),
     ]
     seeds = [fr[42:] for fr in frames]  # strip Ethernet (14) + IPv4 (20) + UDP (8)
     frames += [a_to_b(p) for p in fuzz(seeds, nfuzz)]

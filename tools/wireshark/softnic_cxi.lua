@@ -6,7 +6,9 @@
 --
 -- Every datagram starts with the 40-byte reliability header ("softnic" protocol);
 -- a DATA datagram then carries one cxi packet: a 72-byte header and its payload
--- ("softnic_cxi" protocol). All integers are little-endian.
+-- ("softnic_cxi" protocol), or for a collective's COLL_SMALL packet a 40-byte one (the
+-- same first 16 bytes, then the group key, the call's shape, the call's number and the
+-- sender's rank). All integers are little-endian.
 --
 -- An endpoint's UDP port is base + (VNI % 16) * 512 + PID, base = 20480 by default,
 -- so the dissector owns ports base .. base + 8191. A heuristic on the magic keeps other
@@ -15,6 +17,7 @@
 
 local REL_HDR_LEN   = 40
 local CXI_HDR_LEN   = 72
+local COLL_HDR_LEN  = 40
 local MAGIC         = 0x4e53     -- bytes 'S' 'N'
 local PORT_SPAN     = 16 * 512   -- 16 VNI slots of 512 PIDs
 local DEFAULT_BASE  = 20480
@@ -26,10 +29,13 @@ local band = bitlib.band
 -- Names
 
 local rel_types = { [1] = "DATA", [2] = "ACK", [3] = "PROBE", [4] = "REJECT" }
-local cxi_types = { [1] = "MSG", [2] = "DATA", [3] = "GET_REQ", [4] = "DONE" }
+local cxi_types = { [1] = "MSG", [2] = "DATA", [3] = "GET_REQ", [4] = "DONE",
+                    [5] = "RMA_WRITE", [6] = "RMA_READ_REQ", [7] = "RMA_READ_RESP",
+                    [8] = "ATOMIC", [9] = "ATOMIC_RESP", [10] = "COLL", [11] = "SMALL",
+                    [12] = "COLL_SMALL" }
 
 local REL_DATA, REL_ACK, REL_PROBE = 1, 2, 3
-local CXI_MSG, CXI_DATA, CXI_GET_REQ, CXI_DONE = 1, 2, 3, 4
+local CXI_MSG, CXI_DATA, CXI_GET_REQ, CXI_DONE, CXI_COLL_SMALL = 1, 2, 3, 4, 12
 
 local REL_F_ACK_VALID = 0x0001
 
@@ -115,12 +121,16 @@ local cf = {
     cookie      = ProtoField.uint64("softnic_cxi.cookie", "Cookie (sender's operation id)", base.HEX),
     offset      = ProtoField.uint64("softnic_cxi.offset", "Offset", base.DEC),
     rdzv_addr   = ProtoField.uint64("softnic_cxi.rdzv_addr", "Rendezvous address", base.HEX),
+    coll_key    = ProtoField.uint64("softnic_cxi.coll.key", "Group key", base.HEX),
+    coll_shape  = ProtoField.uint64("softnic_cxi.coll.shape", "Call shape and flags", base.HEX),
+    coll_seq    = ProtoField.uint32("softnic_cxi.coll.seq", "Call number", base.DEC),
+    coll_rank   = ProtoField.uint32("softnic_cxi.coll.rank", "Sender's rank", base.DEC),
 }
 p_cxi.fields = {
     cf.type, cf.version, cf.flags, cf.f_tagged, cf.f_cq_data, cf.f_ack_req, cf.f_rdzv,
     cf.f_whole, cf.f_pulled, cf.f_trunc, cf.f_error, cf.f_reserved, cf.vni, cf.src_pid,
     cf.src_nic, cf.src, cf.payload_len, cf.msg_len, cf.eager_len, cf.tag, cf.cq_data,
-    cf.cookie, cf.offset, cf.rdzv_addr,
+    cf.cookie, cf.offset, cf.rdzv_addr, cf.coll_key, cf.coll_shape, cf.coll_seq, cf.coll_rank,
 }
 
 local ef = {
@@ -175,20 +185,27 @@ end
 -- Returns the text the Info column gets for this packet.
 local function dissect_cxi(tvb, pinfo, tree, root)
     local len = tvb:len()
-    local t = tree:add(p_cxi, tvb(0, math.min(len, CXI_HDR_LEN)))
+    local compact = len >= 1 and tvb(0, 1):uint() == CXI_COLL_SMALL
+    local hdr_len = compact and COLL_HDR_LEN or CXI_HDR_LEN
+    local t = tree:add(p_cxi, tvb(0, math.min(len, hdr_len)))
 
-    if len < CXI_HDR_LEN then
+    if len < hdr_len then
         -- Decode what is there, field by field.
         local function part(field, off, size)
             if off + size <= len then t:add_le(field, tvb(off, size)) end
         end
         part(cf.type, 0, 1); part(cf.version, 1, 1); part(cf.flags, 2, 2)
         part(cf.vni, 4, 2); part(cf.src_pid, 6, 2); part(cf.src_nic, 8, 4)
-        part(cf.payload_len, 12, 4); part(cf.msg_len, 16, 8); part(cf.eager_len, 24, 8)
-        part(cf.tag, 32, 8); part(cf.cq_data, 40, 8); part(cf.cookie, 48, 8)
-        part(cf.offset, 56, 8)
-        t:append_text(string.format(" [truncated: %d of %d header bytes]", len, CXI_HDR_LEN))
-        malformed(t, string.format("Truncated cxi header: %d of %d bytes", len, CXI_HDR_LEN))
+        part(cf.payload_len, 12, 4)
+        if compact then
+            part(cf.coll_key, 16, 8); part(cf.coll_shape, 24, 8); part(cf.coll_seq, 32, 4)
+        else
+            part(cf.msg_len, 16, 8); part(cf.eager_len, 24, 8)
+            part(cf.tag, 32, 8); part(cf.cq_data, 40, 8); part(cf.cookie, 48, 8)
+            part(cf.offset, 56, 8)
+        end
+        t:append_text(string.format(" [truncated: %d of %d header bytes]", len, hdr_len))
+        malformed(t, string.format("Truncated cxi header: %d of %d bytes", len, hdr_len))
         local ty = len >= 1 and (cxi_types[tvb(0, 1):uint()] or ("type=" .. tvb(0, 1):uint())) or "?"
         return ty .. " [malformed]"
     end
@@ -200,10 +217,13 @@ local function dissect_cxi(tvb, pinfo, tree, root)
     local pid     = tvb(6, 2):le_uint()
     local nic     = tvb(8, 4):le_uint()
     local plen    = tvb(12, 4):le_uint()
-    local msg_len = tvb(16, 8):le_uint64()
-    local tag     = tvb(32, 8):le_uint64()
-    local cookie  = tvb(48, 8):le_uint64()
-    local offset  = tvb(56, 8):le_uint64()
+    local msg_len, tag, cookie, offset
+    if not compact then
+        msg_len = tvb(16, 8):le_uint64()
+        tag     = tvb(32, 8):le_uint64()
+        cookie  = tvb(48, 8):le_uint64()
+        offset  = tvb(56, 8):le_uint64()
+    end
     local tname   = cxi_types[ptype]
     local src     = string.format("0x%x:%d", nic, pid)
 
@@ -240,16 +260,23 @@ local function dissect_cxi(tvb, pinfo, tree, root)
     end
 
     t:add_le(cf.payload_len, tvb(12, 4))
-    t:add_le(cf.msg_len, tvb(16, 8))
-    t:add_le(cf.eager_len, tvb(24, 8))
-    t:add_le(cf.tag, tvb(32, 8))
-    t:add_le(cf.cq_data, tvb(40, 8))
-    t:add_le(cf.cookie, tvb(48, 8))
-    t:add_le(cf.offset, tvb(56, 8))
-    t:add_le(cf.rdzv_addr, tvb(64, 8))
+    if compact then
+        t:add_le(cf.coll_key, tvb(16, 8))
+        t:add_le(cf.coll_shape, tvb(24, 8))
+        t:add_le(cf.coll_seq, tvb(32, 4))
+        t:add_le(cf.coll_rank, tvb(36, 4))
+    else
+        t:add_le(cf.msg_len, tvb(16, 8))
+        t:add_le(cf.eager_len, tvb(24, 8))
+        t:add_le(cf.tag, tvb(32, 8))
+        t:add_le(cf.cq_data, tvb(40, 8))
+        t:add_le(cf.cookie, tvb(48, 8))
+        t:add_le(cf.offset, tvb(56, 8))
+        t:add_le(cf.rdzv_addr, tvb(64, 8))
+    end
 
     -- Payload.
-    local avail = len - CXI_HDR_LEN
+    local avail = len - hdr_len
     local suffix = ""
     if plen > avail then
         malformed(t, string.format("Payload length %d, only %d bytes present", plen, avail))
@@ -260,10 +287,10 @@ local function dissect_cxi(tvb, pinfo, tree, root)
     end
     local shown = math.min(plen, avail)
     if shown > 0 then
-        data_dissector:call(tvb(CXI_HDR_LEN, shown):tvb(), pinfo, root)
+        data_dissector:call(tvb(hdr_len, shown):tvb(), pinfo, root)
     end
     if avail > plen then
-        data_dissector:call(tvb(CXI_HDR_LEN + plen, avail - plen):tvb(), pinfo, root)
+        data_dissector:call(tvb(hdr_len + plen, avail - plen):tvb(), pinfo, root)
     end
 
     -- Info column.
@@ -277,6 +304,9 @@ local function dissect_cxi(tvb, pinfo, tree, root)
         if band(flags, CXI_F_PULLED) ~= 0 then info = info .. " PULLED" end
     elseif ptype == CXI_GET_REQ then
         info = info .. " off=" .. tostring(offset) .. " cookie=" .. hex64(cookie)
+    elseif ptype == CXI_COLL_SMALL then
+        info = info .. " key=" .. hex64(tvb(16, 8):le_uint64()) ..
+            string.format(" call=%d rank=%d len=%d", tvb(32, 4):le_uint(), tvb(36, 4):le_uint(), plen)
     elseif ptype == CXI_DONE then
         info = info .. " cookie=" .. hex64(cookie)
         if band(flags, CXI_F_TRUNC) ~= 0 then info = info .. " TRUNC" end
