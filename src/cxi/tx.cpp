@@ -21,10 +21,17 @@ TxEngine::TxEngine(Context &ctx, size_t tx_size)
     awaiting_ack_.reserve(pool_.size());
 }
 
+// What every header format of an operation's packets starts with (payload still 0).
+WirePrefix TxEngine::prefix(Pkt type, const SendArgs &a, const transport::Link *link) const {
+    WirePrefix p = wire_prefix(type, ctx_.links().vni_of(link), ctx_.pid(), domain_.nic().addr);
+    p.flags = (a.tagged ? kWTagged : 0) | ((a.flags & FI_REMOTE_CQ_DATA) ? kWCqData : 0);
+    return p;
+}
+
 void TxEngine::fill_hdr(WireHdr &h, Pkt type, const SendArgs &a,
                         const transport::Link *link) const {
-    h = wire_hdr(type, ctx_.links().vni_of(link), ctx_.pid(), domain_.nic().addr);
-    h.flags = (a.tagged ? kWTagged : 0) | ((a.flags & FI_REMOTE_CQ_DATA) ? kWCqData : 0);
+    h = WireHdr{};
+    static_cast<WirePrefix &>(h) = prefix(type, a, link);
     h.msg_len = a.len;
     h.eager_len = a.len;
     h.tag = a.tag;
@@ -50,12 +57,7 @@ bool TxEngine::try_fast_send(const SendArgs &a, transport::Link *link, int &err)
     if (completion_level(a.flags) != FI_TRANSMIT_COMPLETE) return false;
     if (link->completes_on_ack()) return false;  // tracked until the peer acknowledges
     SmallHdr h;
-    h.type = static_cast<uint8_t>(Pkt::kSmall);
-    h.version = kWireVersion;
-    h.flags = (a.tagged ? kWTagged : 0) | ((a.flags & FI_REMOTE_CQ_DATA) ? kWCqData : 0);
-    h.vni = ctx_.links().vni_of(link);
-    h.src_pid = static_cast<uint16_t>(ctx_.pid());
-    h.src_nic = domain_.nic().addr;
+    static_cast<WirePrefix &>(h) = prefix(Pkt::kSmall, a, link);
     h.payload = static_cast<uint32_t>(a.len);
     h.tag = a.tag;
     h.cq_data = a.data;

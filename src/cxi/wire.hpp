@@ -111,14 +111,21 @@ struct CollHdr : WirePrefix {
 };
 static_assert(sizeof(CollHdr) == 40, "kCollSmall header layout");
 
+// The prefix of a packet of `type` from endpoint (nic, pid) on `vni`, flags and payload 0.
+inline WirePrefix wire_prefix(Pkt type, uint16_t vni, uint32_t pid, uint32_t nic) {
+    WirePrefix p{};
+    p.type = static_cast<uint8_t>(type);
+    p.version = kWireVersion;
+    p.vni = vni;
+    p.src_pid = static_cast<uint16_t>(pid);
+    p.src_nic = nic;
+    return p;
+}
+
 // A header of `type` from endpoint (nic, pid) on `vni`, every other field zero.
 inline WireHdr wire_hdr(Pkt type, uint16_t vni, uint32_t pid, uint32_t nic) {
     WireHdr h{};
-    h.type = static_cast<uint8_t>(type);
-    h.version = kWireVersion;
-    h.vni = vni;
-    h.src_pid = static_cast<uint16_t>(pid);
-    h.src_nic = nic;
+    static_cast<WirePrefix &>(h) = wire_prefix(type, vni, pid, nic);
     return h;
 }
 

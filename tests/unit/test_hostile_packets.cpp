@@ -113,12 +113,9 @@ WireHdr header(Pkt type, const SelfEndpoint &e) {
 
 SmallHdr small(const SelfEndpoint &e, uint16_t flags) {
     SmallHdr h{};
-    h.type = static_cast<uint8_t>(Pkt::kSmall);
-    h.version = softnic::cxi::kWireVersion;
+    static_cast<softnic::cxi::WirePrefix &>(h) =
+        softnic::cxi::wire_prefix(Pkt::kSmall, kDefaultVni, e.pid, e.nic);
     h.flags = flags;
-    h.vni = kDefaultVni;
-    h.src_nic = e.nic;
-    h.src_pid = static_cast<uint16_t>(e.pid);
     return h;
 }
 
@@ -211,8 +208,8 @@ TEST_F(HostilePackets, GarbageInTheRingIsDroppedAndTheEndpointSurvives) {
     send_raw(&sh, softnic::cxi::kSmallHdrNoData);
     // A compact collective packet claiming more payload than it has, and one cut short.
     softnic::cxi::CollHdr ch{};
-    static_cast<softnic::cxi::WirePrefix &>(ch) = small(e, 0);
-    ch.type = static_cast<uint8_t>(Pkt::kCollSmall);
+    static_cast<softnic::cxi::WirePrefix &>(ch) =
+        softnic::cxi::wire_prefix(Pkt::kCollSmall, kDefaultVni, e.pid, e.nic);
     ch.payload = 64;
     send_raw(&ch, sizeof(ch));
     send_raw(&ch, sizeof(ch) - 8);
