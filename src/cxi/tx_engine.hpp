@@ -130,7 +130,6 @@ class TxEngine {
     void on_get_req(const WireHdr &h);  // a receiver pulls a rendezvous send's data
     // A control packet with at most 32 payload bytes; retried by progress when refused.
     void send_ctrl(transport::Link *link, const WireHdr &h, const void *data = nullptr);
-    WirePrefix prefix(Pkt type, const SendArgs &a, const transport::Link *link) const;
     void fill_hdr(WireHdr &h, Pkt type, const SendArgs &a, const transport::Link *link) const;
 
     // Completion (tx_complete.cpp).
