@@ -9,11 +9,13 @@
 
 #include "common/clock.hpp"
 #include "common/log.hpp"
+#include "cxi/coll_group.hpp"
 #include "cxi/context.hpp"
 #include "cxi/domain.hpp"
 #include "cxi/env.hpp"
 
 namespace softnic::cxi {
+using namespace coll_shape;
 namespace {
 
 // A kColl packet: tag = the group's key, cookie = the call's sequence number, offset =
@@ -22,32 +24,8 @@ namespace {
 enum CollFlags : uint8_t { kResult = 1, kProbe = 2 };
 constexpr size_t kMaxUnjoined = 8192;  // packets held for groups not joined here yet
 
-// Small groups exchange contributions directly, everyone with everyone, and fold them
-// locally in rank order: one hop instead of two, the same bits on every member.
-constexpr size_t kDirectMax = 4;
-bool direct(size_t members, CollKind kind) {
-    return members <= kDirectMax && (kind == CollKind::kAllreduce || kind == CollKind::kBarrier);
-}
-
-// The shape of a call, which every member must agree on: kind, op, datatype, count (at
-// most 32: 6 bits), root (20 bits) and a double sum's rounding (4 bits). Bits 24-31
-// carry the packet's flags.
-uint64_t signature(const CollArgs &a) {
-    return uint64_t(a.kind) | uint64_t(uint8_t(a.op)) << 8 | uint64_t(uint8_t(a.dt)) << 16 |
-           uint64_t(a.count & 0xff) << 32 | uint64_t(a.root & 0xfffff) << 40 |
-           uint64_t(a.fp_mode & 0xf) << 60;
-}
-
 bool double_sum(const CollArgs &a) {
     return a.dt == FI_DOUBLE && a.op == FI_SUM;
-}
-
-// The payload a contribution of this shape carries (a broadcast's only from its root).
-size_t payload_of(uint64_t sig, uint32_t from) {
-    auto kind = CollKind(sig & 0xff);
-    if (kind > CollKind::kAllreduce) return SIZE_MAX;  // no such call: a mismatch
-    if (kind == CollKind::kBroadcast && from != uint32_t((sig >> 40) & 0xfffff)) return 0;
-    return coll_bytes(kind, int(uint8_t(sig >> 8)), int(uint8_t(sig >> 16)), (sig >> 32) & 0xff);
 }
 
 // Same members in the same order on every member: the same key. The n-th join of one
@@ -63,54 +41,11 @@ uint64_t members_hash(const std::vector<CxiAddr> &m) {
 
 }  // namespace
 
-struct CollEngine::Op {
-    bool used = false;  // the slot holds call `seq`
-    uint32_t seq = 0;
-    bool posted = false;  // the local call was made (a root may hear from others first)
-    CollArgs a{};
-    size_t len = 0;
-    uint32_t arrived = 0;                                     // root: contributions in
-    std::vector<std::array<uint8_t, kCollMaxBytes>> contrib;  // root: by rank
-    std::vector<uint64_t> sig;                                // root: each call's shape
-    std::vector<uint8_t> got;
-    uint64_t posted_ns = 0, probed_ns = 0;
-};
-
-struct CollEngine::Group {
-    uint64_t key;
-    std::vector<CxiAddr> members;
-    std::vector<transport::Link *> links;  // to each member, resolved on first use
-    uint32_t rank;
-    uint32_t next_seq = 0;
-    int failed = 0;  // the reduction error every later call gets once a member died
-    size_t posted = 0;
-    // Calls by sequence number, in a ring of slots reused without allocation: members
-    // are at most a few calls apart (kMaxInFlight each), far fewer than kSlots.
-    static constexpr uint32_t kSlots = 4 * kMaxInFlight;
-    std::array<Op, kSlots> slots;
-
-    Op *find(uint32_t seq) {
-        Op &o = slots[seq % kSlots];
-        return o.used && o.seq == seq ? &o : nullptr;
-    }
-    // The slot of `seq`, made ready for it; null while an older call still holds it.
-    Op *claim(uint32_t seq) {
-        Op &o = slots[seq % kSlots];
-        if (o.used) return o.seq == seq ? &o : nullptr;
-        o.used = true;
-        o.seq = seq;
-        o.posted = false;
-        o.arrived = 0;
-        o.contrib.resize(members.size());  // allocates on a slot's first use only
-        o.sig.assign(members.size(), 0);
-        o.got.assign(members.size(), 0);
-        return &o;
-    }
-    void release(Op &o) { o.used = false; }
-};
-
 CollEngine::CollEngine(Context &ctx) : ctx_(ctx), domain_(ctx.domain()) {}
-CollEngine::~CollEngine() = default;
+CollEngine::~CollEngine() {
+    for (auto &g : groups_)
+        if (g) board_leave(*g);
+}
 
 CollEngine::Group *CollEngine::group(fi_addr_t a) const {
     if (!(a & kGroupAddrBit)) return nullptr;
@@ -131,6 +66,8 @@ fi_addr_t CollEngine::join(std::vector<CxiAddr> members, uint32_t rank) {
     g->members = std::move(members);
     g->links.assign(g->members.size(), nullptr);
     g->rank = rank;
+    g->boards.assign(g->members.size(), nullptr);
+    board_join(*g);
     size_t index = groups_.size();
     groups_.push_back(std::move(g));
     // Packets of members that joined first.
@@ -146,6 +83,7 @@ void CollEngine::leave(fi_addr_t a) {
     if (!g) return;
     for (Op &op : g->slots)  // calls still in flight end, canceled
         if (op.used && op.posted) complete(*g, op, FI_CXI_ERRNO_RED_MC_FAILURE, FI_ECANCELED);
+    board_leave(*g);
     groups_[a & ~kGroupAddrBit].reset();
 }
 
@@ -191,6 +129,7 @@ ssize_t CollEngine::post(fi_addr_t a, const CollArgs &args) {
         return 0;
     }
     contribute(*g, op);
+    if (g->mine) board_poll(*g);  // the others may have posted theirs already
     if (Op *still = g->find(seq); still && collects(*g, args)) try_finish(*g, *still);
     return 0;
 }
@@ -216,19 +155,24 @@ void CollEngine::contribute(Group &g, Op &op) {
     h.cq_data = signature(a);
     h.msg_len = data ? op.len : 0;
     const bool everyone = direct(g.members.size(), a.kind);
+    if (everyone && g.mine && board_post(g, op, data ? a.buf : nullptr)) return;
     for (uint32_t r = 0; r < g.members.size() && !g.failed; r++)
         if (r != g.rank && (everyone || r == a.root)) send(g, r, h, data ? a.buf : nullptr);
 }
 
-void CollEngine::send(Group &g, uint32_t to, WireHdr h, const void *data) {
-    const CxiAddr &m = g.members[to];
+// The link to a member, resolved on first use (links outlive the group: domain, ports).
+transport::Link *CollEngine::link_to(Group &g, uint32_t member) {
+    transport::Link *&cached = g.links[member];
+    if (cached && cached->alive()) return cached;
+    const CxiAddr &m = g.members[member];
     PeerLinks &links = ctx_.links();
-    transport::Link *&cached = g.links[to];  // links outlive the group (domain, ports)
-    transport::Link *link = cached && cached->alive() ? cached : nullptr;
-    if (!link) {
-        int err = 0;
-        link = cached = links.link_for(m.nic, m.pid, links.peer_vni(m.vni), err);
-    }
+    int err = 0;
+    return cached = links.link_for(m.nic, m.pid, links.peer_vni(m.vni), err);
+}
+
+void CollEngine::send(Group &g, uint32_t to, WireHdr h, const void *data) {
+    PeerLinks &links = ctx_.links();
+    transport::Link *link = link_to(g, to);
     if (!link) {
         if (!g.failed) fail_group(g, FI_CXI_ERRNO_RED_MC_FAILURE);
         return;
@@ -303,11 +247,17 @@ void CollEngine::take(Group &g, uint32_t seq, uint32_t from, const WireHdr &h,
         domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
         return;
     }
+    record(g, op, from, h.cq_data & ~(0xffULL << 24), payload, h.payload);
+}
+
+// One member's contribution, from a packet or the board (`len` <= kCollMaxBytes).
+void CollEngine::record(Group &g, Op &op, uint32_t from, uint64_t sig, const uint8_t *payload,
+                        size_t len) {
     op.got[from] = 1;
     op.arrived++;
-    op.sig[from] = h.cq_data & ~(0xffULL << 24);
-    if (h.payload != payload_of(op.sig[from], from)) op.sig[from] = ~0ULL;  // a mismatch
-    if (h.payload) std::memcpy(op.contrib[from].data(), payload, h.payload);
+    op.sig[from] = sig;
+    if (len != payload_of(sig, from)) op.sig[from] = ~0ULL;  // a mismatch
+    if (len) std::memcpy(op.contrib[from].data(), payload, len);
     if (op.posted) try_finish(g, op);
 }
 
@@ -475,10 +425,16 @@ void CollEngine::check_members(Group &g, uint64_t now) {
 }
 
 void CollEngine::progress() {
+    if (board_groups_)
+        for (auto &g : groups_)
+            if (g && g->mine && g->posted && !g->failed) board_poll(*g);
     if ((++calls_ & 255) != 0) return;
     uint64_t now = monotonic_ns();
-    for (auto &g : groups_)
-        if (g && g->posted && !g->failed) check_members(*g, now);
+    for (auto &g : groups_) {
+        if (!g || !g->posted || g->failed) continue;
+        if (g->mine && !g->board_all) board_look(*g);
+        check_members(*g, now);
+    }
 }
 
 }  // namespace softnic::cxi

@@ -6,6 +6,8 @@
 // result to every member. Allreduce and barrier in groups of up to 4 skip the second hop:
 // every member sends to every other and folds for itself. Rank order makes every result
 // the same bits on every member, whatever the arrival order (FI_CXI_REPSUM's promise).
+// Within a host those direct contributions skip the rings: each member posts its own on
+// a board in its memory window and reads the others' there (coll_board.cpp).
 #pragma once
 
 #include <rdma/fi_domain.h>
@@ -19,6 +21,7 @@
 #include "cxi/addr.hpp"
 #include "cxi/coll_math.hpp"
 #include "cxi/wire.hpp"
+#include "transport/transport.hpp"
 
 namespace softnic::cxi {
 
@@ -70,9 +73,18 @@ class CollEngine {
     bool collects(const Group &g, const CollArgs &a) const;
     void contribute(Group &g, Op &op);
     void take(Group &g, uint32_t seq, uint32_t from, const WireHdr &h, const uint8_t *payload);
+    void record(Group &g, Op &op, uint32_t from, uint64_t sig, const uint8_t *payload, size_t len);
     void try_finish(Group &g, Op &op);
     void on_result(Group &g, const WireHdr &h, const uint8_t *payload);
+    transport::Link *link_to(Group &g, uint32_t member);
     void send(Group &g, uint32_t to, WireHdr h, const void *data);
+    // The board (coll_board.cpp).
+    void board_join(Group &g);
+    void board_leave(Group &g);
+    void board_look(Group &g);
+    bool board_room(Group &g, uint32_t seq);
+    bool board_post(Group &g, const Op &op, const void *data);
+    void board_poll(Group &g);
     void complete(Group &g, Op &op, int prov_errno, int err = FI_EIO);
     void fail_group(Group &g, int prov_errno);
     void check_members(Group &g, uint64_t now_ns);
@@ -83,6 +95,7 @@ class CollEngine {
     std::vector<std::pair<WireHdr, std::array<uint8_t, kCollMaxBytes>>> unjoined_;
     std::map<uint64_t, uint64_t> join_counts_;  // joins of each membership so far
     size_t in_flight_ = 0;
+    size_t board_groups_ = 0;  // groups with an entry on our board
     unsigned calls_ = 0;
 };
 

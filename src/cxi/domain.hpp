@@ -104,6 +104,9 @@ class Domain {
     // when it has none we can use).
     uint64_t window_attachment(bool needs_events) const;
     transport::shm::WindowView *window_of(transport::Link *link);
+    transport::shm::Window *window() {
+        return window_.get();
+    }  // null: none could be made
 
     // Our own counting stays in process memory (the message path counts); what local
     // initiators count for us (single-copy writes) lands in the window's copy.

@@ -10,6 +10,7 @@ namespace softnic::cxi {
 namespace {
 
 constexpr uint32_t kWindowSlots = 1024;
+constexpr uint32_t kWindowBoards = 64;  // collective groups of the domain's endpoints
 // The attachment word of our rings: which window, and whether it may be used.
 constexpr uint64_t kAttachValid = 1ULL << 63;
 constexpr uint64_t kAttachEvents = 1ULL << 62;  // the endpoint counts remote operations
@@ -22,7 +23,7 @@ void Domain::open_window() {
     int err = 0;
     window_seq_ = ++g_window_seq;
     window_ = transport::shm::Window::create(transport::shm::window_name(getpid(), window_seq_),
-                                             C1_CNTR_SIZE, kWindowSlots, err);
+                                             C1_CNTR_SIZE, kWindowSlots, kWindowBoards, err);
     if (!window_) {
         SN_WARN(FI_LOG_DOMAIN, "no memory window (%s): local RMA goes through the rings\n",
                 strerror(-err));

@@ -1,9 +1,10 @@
 // A memory window (src/transport/shm/window.hpp) as a hostile owner could leave it: the
-// table of regions and the counters live in shared memory that every peer maps, so a
-// peer must survive any bytes there. Each input: pairs of a 16-bit offset and a byte,
-// scribbled over a freshly made window with a few published regions; then a peer opens
-// it and asks for regions and counters with the lookups that follow the pairs (8-byte
-// key, offset, length). ASan sees any read or write outside the mapping.
+// table of regions, the counters and the board live in shared memory that every peer
+// maps, so a peer must survive any bytes there. Each input: pairs of a 16-bit offset and
+// a byte, scribbled over a freshly made window with a few published regions and a board
+// entry; then a peer opens it and asks for regions, counters and board cells with the
+// lookups that follow the pairs (8-byte key, offset, length). ASan sees any read or
+// write outside the mapping.
 #include <unistd.h>
 
 #include <cstring>
@@ -29,11 +30,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 2) return 0;
     std::string name = shm::window_name(getpid(), 7);
     int err = 0;
-    auto owner = shm::Window::create(name, 16, 8, err);
+    auto owner = shm::Window::create(name, 16, 8, 2, err);
     if (!owner) return 0;
     static uint8_t region[4096];
     for (uint64_t k = 1; k <= 4; k++)
         owner->publish(k, reinterpret_cast<uint64_t>(region) + k * 512, 512, 3);
+    if (shm::BoardEntry *e = owner->board().claim(3, 5))
+        for (uint32_t seq = 0; seq < 3; seq++)
+            shm::Board::post(*e, seq, seq, region, 32);
     shm::Segment seg;  // the hostile owner's hands
     if (seg.open(name) != 0) return 0;
     auto *bytes = static_cast<uint8_t *>(seg.addr());
@@ -49,6 +53,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         shm::WindowView::Ticket t;
         if (view->enter(key % 8, off % 4096, len % 4096, 1 + (key >> 62), addr, t)) view->leave(t);
         if (std::atomic<uint64_t> *c = view->counter(uint32_t(off))) c->fetch_add(1);
+        if (const shm::BoardEntry *e = view->board().find(3, 5)) {
+            uint64_t word = 0;
+            uint8_t cell[shm::kBoardBytes];
+            if (shm::Board::read(*e, 5, uint32_t(len), word, cell)) (void)cell[word % sizeof(cell)];
+        }
     }
     return 0;
 }

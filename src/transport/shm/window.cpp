@@ -18,19 +18,30 @@ namespace {
 
 constexpr uint32_t kMaxSlots = 1u << 16;
 constexpr uint32_t kMaxCounters = 1u << 16;
+constexpr uint32_t kMaxBoards = 1u << 10;
 // A peer that died in the middle of a copy never leaves: do not wait for it forever.
 constexpr auto kWithdrawWait = std::chrono::milliseconds(500);
 
-size_t window_bytes(uint32_t counters, uint32_t slots) {
+size_t slots_offset(uint32_t counters) {
     size_t head = sizeof(WindowHeader) + size_t(counters) * sizeof(uint64_t);
-    head = (head + 63) & ~size_t(63);
-    return head + size_t(slots) * sizeof(RegionSlot);
+    return (head + 63) & ~size_t(63);
+}
+
+size_t board_offset(uint32_t counters, uint32_t slots) {
+    return slots_offset(counters) + size_t(slots) * sizeof(RegionSlot);
+}
+
+size_t window_bytes(uint32_t counters, uint32_t slots, uint32_t boards) {
+    return board_offset(counters, slots) + Board::bytes(boards);
+}
+
+Board board_of(WindowHeader *h, uint32_t counters, uint32_t slots, uint32_t boards) {
+    auto *at = reinterpret_cast<uint8_t *>(h) + board_offset(counters, slots);
+    return Board(reinterpret_cast<BoardEntry *>(at), boards);
 }
 
 RegionSlot *slots_of(WindowHeader *h, uint32_t counters) {
-    size_t head = sizeof(WindowHeader) + size_t(counters) * sizeof(uint64_t);
-    head = (head + 63) & ~size_t(63);
-    return reinterpret_cast<RegionSlot *>(reinterpret_cast<uint8_t *>(h) + head);
+    return reinterpret_cast<RegionSlot *>(reinterpret_cast<uint8_t *>(h) + slots_offset(counters));
 }
 
 uint32_t home(uint64_t key, uint32_t slot_count) {
@@ -62,26 +73,29 @@ std::string window_name(pid_t pid, uint32_t seq) {
 }
 
 std::unique_ptr<Window> Window::create(const std::string &name, uint32_t counters, uint32_t slots,
-                                       int &err) {
-    if (!slots || (slots & (slots - 1)) || slots > kMaxSlots || counters > kMaxCounters) {
+                                       uint32_t boards, int &err) {
+    if (!slots || (slots & (slots - 1)) || slots > kMaxSlots || counters > kMaxCounters ||
+        boards > kMaxBoards) {
         err = -EINVAL;
         return nullptr;
     }
     reap_stale_windows();
     std::unique_ptr<Window> w(new Window);
     // The name carries our pid: an existing segment was left by a dead process.
-    err = w->seg_.create(name, window_bytes(counters, slots), true);
+    err = w->seg_.create(name, window_bytes(counters, slots, boards), true);
     if (err) return nullptr;
     auto *h = static_cast<WindowHeader *>(w->seg_.addr());
     h->version = kWindowVersion;
     h->owner_pid = getpid();
     h->slot_count = slots;
     h->counter_count = counters;
+    h->board_count = boards;
     std::atomic_thread_fence(std::memory_order_release);
-    h->magic = kWindowMagic;  // the segment is zero-filled: every slot starts empty
+    h->magic = kWindowMagic;  // the segment is zero-filled: every slot and entry starts empty
     w->hdr_ = h;
     w->slot_count_ = slots;
     w->counter_count_ = counters;
+    w->board_ = board_of(h, counters, slots, boards);
     return w;
 }
 
@@ -141,13 +155,14 @@ std::unique_ptr<WindowView> WindowView::open(const std::string &name, pid_t owne
     if (v->seg_.size() < sizeof(WindowHeader) || h->magic != kWindowMagic ||
         h->version != kWindowVersion || h->owner_pid != owner)
         return nullptr;
-    uint32_t slots = h->slot_count, counters = h->counter_count;
+    uint32_t slots = h->slot_count, counters = h->counter_count, boards = h->board_count;
     if (!slots || (slots & (slots - 1)) || slots > kMaxSlots || counters > kMaxCounters ||
-        window_bytes(counters, slots) > v->seg_.size())
+        boards > kMaxBoards || window_bytes(counters, slots, boards) > v->seg_.size())
         return nullptr;
     v->hdr_ = h;
     v->slot_count_ = slots;
     v->counter_count_ = counters;
+    v->board_ = board_of(h, counters, slots, boards);
     return v;
 }
 
