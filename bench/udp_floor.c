@@ -1,8 +1,8 @@
 /* udp_floor: the floor under any UDP-based transport on a link, measured with plain
  * sockets: a ping-pong of S-byte datagrams, no protocol, no copies but the kernel's.
  *
- *   udp_floor -s [-p port] [-b]                      server: echoes every datagram back
- *   udp_floor [-p port] [-S size] [-I iters] [-w warmup] [-b] <server address>
+ *   udp_floor -s [-p port] [-b] [-m]                 server: echoes every datagram back
+ *   udp_floor [-p port] [-S size] [-I iters] [-w warmup] [-b] [-m] <server address>
  *
  * The client times each round trip and prints half of it (one-way latency, like
  * fi_pingpong's usec/xfer) as median / average / minimum, in microseconds:
@@ -11,7 +11,10 @@
  *   8     20000 11.52       11.87    10.90
  *
  * Both sides busy-poll (non-blocking receive in a loop) like the fabric providers they
- * are compared with; -b makes them sleep in poll() until a datagram arrives instead. The client ends the server
+ * are compared with; -b makes them sleep in poll() until a datagram arrives instead.
+ * -m receives with recvmmsg(2) (one datagram a call) and sends with sendmsg(2), the
+ * calls of a transport that batches (softnic's UDP transport polls that way), instead
+ * of recvfrom/sendto: the floor under such a transport. The client ends the server
  * with empty datagrams. Exit status 1 on a lost datagram during the timed part, a
  * silent peer, or a bad argument. */
 #define _GNU_SOURCE
@@ -30,6 +33,27 @@
 #define MAX_DGRAM 65507
 
 static int blocking;
+static int mmsg; /* -m */
+
+static ssize_t recv_one(int fd, void *buf, size_t len, struct sockaddr_in *from) {
+    if (!mmsg) {
+        socklen_t fl = sizeof(*from);
+        return recvfrom(fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)from, &fl);
+    }
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    struct mmsghdr m = {.msg_hdr = {.msg_name = from, .msg_namelen = sizeof(*from),
+                                    .msg_iov = &iov, .msg_iovlen = 1}};
+    int r = recvmmsg(fd, &m, 1, MSG_DONTWAIT, NULL);
+    return r == 1 ? (ssize_t)m.msg_len : -1;
+}
+
+static ssize_t send_one(int fd, const void *buf, size_t len, const struct sockaddr_in *to) {
+    if (!mmsg) return sendto(fd, buf, len, 0, (const struct sockaddr *)to, sizeof(*to));
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    struct msghdr h = {.msg_name = (void *)to, .msg_namelen = sizeof(*to), .msg_iov = &iov,
+                       .msg_iovlen = 1};
+    return sendmsg(fd, &h, 0);
+}
 
 static double now_us(void) {
     struct timespec ts;
@@ -52,8 +76,7 @@ static ssize_t recv_within(int fd, void *buf, size_t len, struct sockaddr_in *fr
                 exit(1);
             }
         }
-        socklen_t fl = sizeof(*from);
-        ssize_t n = recvfrom(fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)from, &fl);
+        ssize_t n = recv_one(fd, buf, len, from);
         if (n >= 0) return n;
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
             perror("udp_floor: recvfrom");
@@ -79,7 +102,7 @@ static int server(int fd) {
             return 1;
         }
         if (n == 0) return 0; /* the client's goodbye */
-        if (sendto(fd, buf, (size_t)n, 0, (struct sockaddr *)&from, sizeof(from)) < 0) {
+        if (send_one(fd, buf, (size_t)n, &from) < 0) {
             perror("udp_floor: sendto");
             return 1;
         }
@@ -92,7 +115,7 @@ static double round_trip(int fd, const struct sockaddr_in *peer, unsigned char *
                          unsigned char *in, size_t size, uint32_t seq, double timeout_us) {
     if (size >= sizeof(seq)) memcpy(out, &seq, sizeof(seq));
     double t0 = now_us();
-    if (sendto(fd, out, size, 0, (const struct sockaddr *)peer, sizeof(*peer)) < 0) {
+    if (send_one(fd, out, size, peer) < 0) {
         perror("udp_floor: sendto");
         exit(1);
     }
@@ -155,15 +178,15 @@ static int client(int fd, const char *host, int port, size_t size, long iters, l
 
 static void usage(void) {
     fprintf(stderr,
-            "usage: udp_floor -s [-p port] [-b]\n"
-            "       udp_floor [-p port] [-S size] [-I iters] [-w warmup] [-b] <server ipv4>\n");
+            "usage: udp_floor -s [-p port] [-b] [-m]\n"
+            "       udp_floor [-p port] [-S size] [-I iters] [-w warmup] [-b] [-m] <server ipv4>\n");
     exit(1);
 }
 
 int main(int argc, char **argv) {
     int is_server = 0, port = 47900, opt;
     long size = 8, iters = 10000, warmup = 100;
-    while ((opt = getopt(argc, argv, "sp:S:I:w:bh")) != -1) {
+    while ((opt = getopt(argc, argv, "sp:S:I:w:bmh")) != -1) {
         switch (opt) {
         case 's': is_server = 1; break;
         case 'p': port = atoi(optarg); break;
@@ -171,6 +194,7 @@ int main(int argc, char **argv) {
         case 'I': iters = atol(optarg); break;
         case 'w': warmup = atol(optarg); break;
         case 'b': blocking = 1; break;
+        case 'm': mmsg = 1; break;
         default: usage();
         }
     }
