@@ -90,6 +90,10 @@ const ParamDef kParams[] = {
     {ParamDef::kBool, "shm_cma",
      "softnic: pull rendezvous data with process_vm_readv (1) or "
      "stream it through the rings (0)."},
+    {ParamDef::kSize, "shm_stream_max",
+     "softnic: within a host, a rendezvous message up to this size travels whole through "
+     "the receiver's ring (an unexpected one keeps its header and is pulled later); "
+     "above it the receiver pulls the data. 0: always pull."},
     {ParamDef::kInt, "udp_port_base",
      "softnic: UDP port of PID 0 on VNI 0; an endpoint listens on "
      "base + (VNI % 16) * 512 + PID."},
@@ -189,6 +193,7 @@ void read_all(const fi_provider *p, Env &e) {
     get_size(p, "shm_ring_cells", e.shm_ring_cells);
     get_size(p, "shm_cell_size", e.shm_cell_size);
     get_bool(p, "shm_cma", e.shm_cma);
+    get_size(p, "shm_stream_max", e.shm_stream_max);
     get_int(p, "udp_port_base", e.udp_port_base);
     get_size(p, "udp_mtu", e.udp_mtu);
     get_size(p, "udp_retry_limit", e.udp_retry_limit);

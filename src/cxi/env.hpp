@@ -55,6 +55,7 @@ struct Env {
     size_t shm_ring_cells = 256;
     size_t shm_cell_size = 4096;
     bool shm_cma = true;
+    size_t shm_stream_max = 512 * 1024;
     int udp_port_base = 20480;
     size_t udp_mtu = 0;
     size_t udp_retry_limit = 20;

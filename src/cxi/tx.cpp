@@ -93,9 +93,12 @@ ssize_t TxEngine::send(const SendArgs &a) {
         return 0;
     }
     if (err == -FI_EAGAIN) {  // the caller progresses and retries, as with a full NIC queue
-        if ((++eagain_streak_ & 1023) == 0 && link->peer_dead())
-            fail_link(link, FI_EHOSTUNREACH, C_RC_UNDELIVERABLE);
-        return -FI_EAGAIN;
+        if ((++eagain_streak_ & 1023) != 0 || !link->peer_dead()) return -FI_EAGAIN;
+        // A dead process's ring stays full: this send fails too, or the caller would
+        // retry it forever.
+        fail_link(link, FI_EHOSTUNREACH, C_RC_UNDELIVERABLE);
+        complete_send(a, FI_EHOSTUNREACH, C_RC_UNDELIVERABLE);
+        return 0;
     }
     TxOp *op = alloc();
     if (!op) return -FI_EAGAIN;
@@ -112,9 +115,14 @@ ssize_t TxEngine::send(const SendArgs &a) {
     const size_t one_packet = link->max_packet() - sizeof(WireHdr);
     bool rdzv = a.kind == OpKind::kSend &&
                 (a.len > env().eager_max() || (op->rnr.ok && a.len > one_packet));
+    // Within a host a rendezvous message streams whole through the ring, up to a size:
+    // two copies that overlap beat the receiver's one process_vm_readv (which pins the
+    // sender's pages first) when the sender just wrote its data, as applications do.
+    const bool whole =
+        !env().rdzv_offload || (link->shared_memory() && a.len <= env().shm_stream_max);
     EagerState &e = op->eager;
     e.rdzv = rdzv;
-    e.len = rdzv ? (env().rdzv_offload ? std::min(env().rdzv_eager_size, a.len) : a.len) : a.len;
+    e.len = rdzv && !whole ? std::min(env().rdzv_eager_size, a.len) : a.len;
     if (op->rnr.ok) e.len = std::min(a.len, one_packet);
     // One-sided operations complete on the target's answer (delivery complete).
     e.wait_done = rdzv || op->rnr.ok || a.kind != OpKind::kSend ||

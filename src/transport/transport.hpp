@@ -70,6 +70,9 @@ class Link {
     virtual bool peer_dead() = 0;
     // Single-copy access to the peer's address space, if this transport offers it.
     virtual BulkAccess *bulk() { return nullptr; }
+    // Whether packets are stores into the peer's memory (within a host): streaming a
+    // large message through them then costs two pipelined copies and no system call.
+    virtual bool shared_memory() const { return false; }
     // Reliable network transports report transmit completion only once the peer has
     // acknowledged: last_token() names the packets queued so far, acked(token) says
     // whether all of them have arrived. Shared memory is complete once queued.

@@ -199,6 +199,31 @@ TEST_P(MultiProcTest, PeerKilledWhileConnected) {
     EXPECT_OK(ep->close_ep()) << "closing with traffic to a dead peer outstanding";
 }
 
+// Sends to a peer that was killed end in an error, as soon as the provider can tell, and
+// never leave the caller retrying -FI_EAGAIN forever. Within a host the dead process's
+// ring fills up and stays full; between hosts its port is closed.
+TEST_P(MultiProcTest, SendsToAKilledPeerEndInAnError) {
+    EndpointPtr ep = make_ep("cxi0");
+    proc::Child c = spawn("echo");
+    fi_addr_t peer = exchange(*ep, c);
+    proc::expect_str(c.fd(), "R");
+    echo(*ep, peer, 100, 1);
+    c.kill_now();
+    static uint8_t buf[64];
+    std::vector<int> ctx(1 << 16);  // more sends than a ring has cells, by far
+    size_t posted = 0;
+    bool failed = poll_until([&] {
+        if (posted < ctx.size()) {
+            ssize_t rc = fi_tsend(ep->ep(), buf, sizeof(buf), nullptr, peer, 9, &ctx[posted]);
+            if (rc == 0) posted++;
+            if (rc != 0 && rc != -FI_EAGAIN) return true;  // refused at the call
+        }
+        ep->tx().poll();
+        return ep->tx().err_count() > 0;
+    });
+    EXPECT_TRUE(failed) << posted << " sends to the killed peer accepted, and no error";
+}
+
 // A collective group of two processes; the other member is killed while our barrier
 // waits for it: the barrier fails (MC_FAILURE), it does not hang.
 TEST_P(MultiProcTest, CollectiveMemberKilledMidCall) {

@@ -122,20 +122,33 @@ TEST(ShmRing, ScribbledGeometryIsNotFollowed) {
 
 TEST(ShmRing, RingOfADeadOwnerIsReclaimedAndMarkedClosed) {
     std::string name = unique_name("stale");
+    int ready[2], go[2];
+    ASSERT_EQ(0, pipe(ready));
+    ASSERT_EQ(0, pipe(go));
     pid_t child = fork();
     if (child == 0) {
         int err = 0;
         auto q = ShmRxQueue::create(name, RingGeometry{256, 16}, err);
+        char c = q ? 'R' : 'F';
+        if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1) _exit(2);
         _exit(q ? 0 : 1);  // no destructors: the segment stays behind, owner dead
     }
+    char c = 0;
+    ASSERT_EQ(1, read(ready[0], &c, 1));
+    ASSERT_EQ('R', c);
+    int err = 0;
+    auto stale_link = ShmLink::open(name, err);  // opened while its owner lived
+    ASSERT_TRUE(stale_link) << err;
+    ASSERT_EQ(1, write(go[1], &c, 1));
     int status = 0;
     ASSERT_EQ(child, waitpid(child, &status, 0));
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    int err = 0;
-    auto stale_link = ShmLink::open(name, err);
-    ASSERT_TRUE(stale_link) << err;
+    for (int fd : {ready[0], ready[1], go[0], go[1]})
+        close(fd);
     EXPECT_TRUE(stale_link->alive());
     EXPECT_TRUE(stale_link->peer_dead());
+    EXPECT_FALSE(ShmLink::open(name, err)) << "a dead owner's ring is no one to send to";
+    EXPECT_EQ(-ENOENT, err);
     auto fresh = ShmRxQueue::create(name, RingGeometry{256, 16}, err);
     ASSERT_TRUE(fresh) << "reclaiming a dead owner's ring failed: " << err;
     EXPECT_FALSE(stale_link->alive()) << "senders to the old ring must notice";

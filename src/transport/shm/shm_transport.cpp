@@ -70,6 +70,10 @@ std::unique_ptr<ShmLink> ShmLink::open(const std::string &name, int &err) {
         err = -ENOENT;
         return nullptr;
     }
+    if (h->owner_pid <= 0 || (kill(h->owner_pid, 0) != 0 && errno == ESRCH)) {
+        err = -ENOENT;  // the ring of a process that died: nobody will read it
+        return nullptr;
+    }
     l->ring_ = h;
     l->geo_ = g;
     l->owner_ = h->owner_pid;

@@ -46,6 +46,7 @@ class ShmLink final : public Link, private BulkAccess {
     bool alive() override;
     bool peer_dead() override;
     BulkAccess *bulk() override { return cma_ok_ ? this : nullptr; }
+    bool shared_memory() const override { return true; }
     LinkFailure failure() const override;
 
     // BulkAccess: the consumer's OS process and its attachment word.
