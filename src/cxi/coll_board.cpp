@@ -52,7 +52,8 @@ void CollEngine::board_look(Group &g) {
         if (r == g.rank) continue;
         if (!g.boards[r]) {
             transport::Link *link = link_to(g, r);
-            if (link && !link->bulk()) {  // a member behind the network: packets only
+            // No window of its to read (another host, or no single-copy access): packets.
+            if (link && !link->bulk()) {
                 board_leave(g);
                 return;
             }
