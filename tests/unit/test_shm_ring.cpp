@@ -1,11 +1,16 @@
 // The shared-memory ring on its own: order, back-pressure, hostile producers, and the
 // reclaiming of rings whose owner died.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "transport/shm/shm_transport.hpp"
@@ -67,6 +72,99 @@ TEST(ShmRing, FullRingRefusesUntilDrained) {
     Collector c;
     EXPECT_EQ(16u, r.rx->poll(c, 100));
     EXPECT_TRUE(r.send("again"));
+}
+
+// What a partial poll consumed is free at once, and no more than that.
+TEST(ShmRing, SpaceComesBackAsThePollsConsume) {
+    Ring r({256, 16});
+    int sent = 0;
+    while (r.send("x"))
+        sent++;
+    ASSERT_EQ(16, sent);
+    Collector c;
+    EXPECT_EQ(5u, r.rx->poll(c, 5));
+    for (int i = 0; i < 5; i++)
+        EXPECT_TRUE(r.send("y")) << i;
+    EXPECT_FALSE(r.send("z")) << "only the 5 consumed cells were free";
+    c.accept = false;
+    EXPECT_EQ(0u, r.rx->poll(c, 100));
+    EXPECT_FALSE(r.send("z")) << "a refused packet frees nothing";
+    c.accept = true;
+    EXPECT_EQ(16u, r.rx->poll(c, 100));
+    ASSERT_EQ(21u, c.got.size());
+    EXPECT_EQ("Hx", c.got[15]);
+    EXPECT_EQ("Hy", c.got[16]);
+    EXPECT_EQ("Hy", c.got[20]);
+}
+
+// A second producer that has not sent for three laps finds the ring where the first
+// left it: all free, and full after one lap of its own.
+TEST(ShmRing, AProducerIdleForLapsFindsTheRingFree) {
+    Ring r({256, 16});
+    int err = 0;
+    auto other = ShmLink::open(r.name, err);
+    ASSERT_TRUE(other) << err;
+    Collector c;
+    for (int lap = 0; lap < 3; lap++) {
+        for (int i = 0; i < 16; i++)
+            ASSERT_TRUE(r.send("a")) << lap << " " << i;
+        ASSERT_EQ(16u, r.rx->poll(c, 100));
+    }
+    iovec iov{const_cast<char *>("b"), 1};
+    for (int i = 0; i < 16; i++)
+        ASSERT_TRUE(other->send("H", 1, &iov, 1, false)) << i;
+    EXPECT_FALSE(other->send("H", 1, &iov, 1, false));
+    EXPECT_EQ(16u, r.rx->poll(c, 100));
+    EXPECT_EQ("Hb", c.got.back());
+}
+
+// Two producers race through many laps of a small ring while the consumer drains it:
+// every packet arrives once, each producer's in its order.
+TEST(ShmRing, RacingProducersLoseAndDuplicateNothing) {
+    Ring r({64, 16});
+    constexpr uint32_t kEach = 20000;
+    auto produce = [&](char who) {
+        int err = 0;
+        auto link = ShmLink::open(r.name, err);
+        ASSERT_TRUE(link) << err;
+        for (uint32_t i = 0; i < kEach; i++) {
+            char pkt[5] = {who};
+            std::memcpy(pkt + 1, &i, 4);
+            iovec iov{pkt, sizeof(pkt)};
+            while (!link->send(nullptr, 0, &iov, 1, false)) {
+                if (!link->alive()) return;  // the consumer gave up
+                std::this_thread::yield();
+            }
+        }
+    };
+    std::thread a(produce, 'a'), b(produce, 'b');
+    struct Check : PacketSink {
+        uint32_t next[2] = {0, 0};
+        bool bad = false;
+        bool deliver(const uint8_t *pkt, size_t len) override {
+            uint32_t i = 0;
+            if (len != 5 || (pkt[0] != 'a' && pkt[0] != 'b')) {
+                bad = true;
+                return true;
+            }
+            std::memcpy(&i, pkt + 1, 4);
+            if (i != next[pkt[0] - 'a']++) bad = true;
+            return true;
+        }
+    } check;
+    // A cell overwritten before it was read shows up as a gap the consumer waits at.
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (check.next[0] + check.next[1] < 2 * kEach && !check.bad &&
+           std::chrono::steady_clock::now() < give_up)
+        r.rx->poll(check, 8);
+    bool stuck = check.next[0] + check.next[1] < 2 * kEach && !check.bad;
+    if (stuck) r.rx.reset();  // producers waiting for space would wait forever: fail them
+    a.join();
+    b.join();
+    ASSERT_FALSE(stuck) << "the consumer waited at a lost packet";
+    EXPECT_FALSE(check.bad) << "a packet out of order, duplicated or malformed";
+    EXPECT_EQ(kEach, check.next[0]);
+    EXPECT_EQ(kEach, check.next[1]);
 }
 
 TEST(ShmRing, RefusedPacketStaysQueued) {
@@ -152,6 +250,38 @@ TEST(ShmRing, RingOfADeadOwnerIsReclaimedAndMarkedClosed) {
     auto fresh = ShmRxQueue::create(name, RingGeometry{256, 16}, err);
     ASSERT_TRUE(fresh) << "reclaiming a dead owner's ring failed: " << err;
     EXPECT_FALSE(stale_link->alive()) << "senders to the old ring must notice";
+}
+
+// Two processes may pick one name at once. The one that finds it taken while the other
+// is still making the ring (our magic, no owner yet) must leave it alone: reclaiming it
+// left two endpoints with one address, and a sender finding neither (seen as "nobody
+// listens at that PID" once in a few hundred simultaneous starts).
+TEST(ShmRing, ARingBeingMadeIsNotReclaimed) {
+    std::string name = unique_name("making");
+    int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    ASSERT_GE(fd, 0);
+    size_t bytes = ring_bytes(256, 16);
+    ASSERT_EQ(0, ftruncate(fd, off_t(bytes)));
+    void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ASSERT_NE(MAP_FAILED, p);
+    static_cast<RingHeader *>(p)->magic = kRingMagic;  // the maker got this far
+    int err = 0;
+    auto q = ShmRxQueue::create(name, RingGeometry{256, 16}, err);
+    EXPECT_FALSE(q) << "took over a ring that was being made";
+    EXPECT_EQ(-EADDRINUSE, err);
+    struct stat st {
+    }, now{};
+    EXPECT_EQ(0, fstat(fd, &st));
+    int again = shm_open(name.c_str(), O_RDWR, 0);
+    EXPECT_GE(again, 0) << "the maker's ring lost its name";
+    if (again >= 0) {
+        EXPECT_EQ(0, fstat(again, &now));
+        EXPECT_EQ(st.st_ino, now.st_ino) << "the name is someone else's ring now";
+        close(again);
+    }
+    munmap(p, bytes);
+    close(fd);
+    shm_unlink(name.c_str());
 }
 
 TEST(ShmRing, LiveOwnerKeepsItsName) {

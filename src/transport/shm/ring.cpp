@@ -1,12 +1,15 @@
 #include "transport/shm/ring.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <ctime>
 #include <new>
 
 namespace softnic::transport::shm {
@@ -16,24 +19,47 @@ bool process_alive(pid_t pid) {
     return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
-// A segment left behind by a process that died can be reclaimed. It is marked closed
-// first, so that senders still mapping it notice and look the name up again.
-bool stale(const std::string &name) {
+// A ring whose maker has not written its owner yet is being made right now (a few
+// microseconds after O_EXCL), unless it is old: then its maker died in that window.
+constexpr time_t kUnownedGraceSeconds = 2;
+
+enum class Verdict {
+    kLive,       // a live owner, or one being made: the name is taken
+    kReclaimed,  // left by a dead process: marked closed and unlinked, the name is free
+    kGoing,      // closed by its owner or by another reclaimer: the name frees shortly
+};
+
+// Judges an existing ring `name` under an exclusive lock on it, so that two processes
+// reclaiming one name cannot unlink each other's new ring: the second finds the old one
+// already closed. A ring marked closed makes its senders look the name up again.
+Verdict reclaim_if_stale(const std::string &name) {
     int fd = shm_open(name.c_str(), O_RDWR, 0);
-    if (fd < 0) return errno == ENOENT;
+    if (fd < 0) return errno == ENOENT ? Verdict::kGoing : Verdict::kLive;
+    flock(fd, LOCK_EX);
+    Verdict v = Verdict::kLive;
     struct stat st {};
-    bool dead = false;
-    if (fstat(fd, &st) == 0 && size_t(st.st_size) >= sizeof(RingHeader)) {
-        void *p = mmap(nullptr, sizeof(RingHeader), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (p != MAP_FAILED) {
-            auto *h = static_cast<RingHeader *>(p);
-            dead = h->magic == kRingMagic && !process_alive(h->owner_pid);
-            if (dead) h->state.store(kRingClosed, std::memory_order_release);
-            munmap(p, sizeof(RingHeader));
+    if (fstat(fd, &st) == 0) {
+        RingHeader *h = nullptr;
+        if (size_t(st.st_size) >= sizeof(RingHeader)) {
+            void *p = mmap(nullptr, sizeof(RingHeader), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            if (p != MAP_FAILED) h = static_cast<RingHeader *>(p);
         }
+        pid_t owner = h ? h->owner_pid : 0;
+        bool ours = !h || h->magic == kRingMagic || h->magic == 0;
+        bool dead =
+            owner > 0 ? !process_alive(owner) : time(nullptr) - st.st_ctime > kUnownedGraceSeconds;
+        if (ours && dead) {
+            if (h) h->state.store(kRingClosed, std::memory_order_release);
+            shm_unlink(name.c_str());
+            v = Verdict::kReclaimed;
+        } else if (h && h->state.load(std::memory_order_acquire) == kRingClosed) {
+            v = Verdict::kGoing;
+        }
+        if (h) munmap(h, sizeof(RingHeader));
     }
+    flock(fd, LOCK_UN);
     close(fd);
-    return dead;
+    return v;
 }
 
 }  // namespace
@@ -44,15 +70,19 @@ Segment::~Segment() {
 }
 
 int Segment::create(const std::string &name, size_t size, bool reclaim) {
-    for (int attempt = 0; attempt < 2; attempt++) {
+    for (int attempt = 0; attempt < 8; attempt++) {
         int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
         if (fd < 0) {
             if (errno != EEXIST) return -errno;
-            if (attempt == 0 && (reclaim || stale(name))) {
+            if (reclaim) {  // the name is ours alone (it carries our pid): what is there is stale
+                if (attempt) return -EADDRINUSE;
                 shm_unlink(name.c_str());
                 continue;
             }
-            return -EADDRINUSE;
+            Verdict v = reclaim_if_stale(name);
+            if (v == Verdict::kLive) return -EADDRINUSE;
+            if (v == Verdict::kGoing) sched_yield();
+            continue;
         }
         if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
             int e = errno;

@@ -22,11 +22,14 @@ std::unique_ptr<ShmRxQueue> ShmRxQueue::create(const std::string &name, RingGeom
     err = q->seg_.create(name, ring_bytes(g.cell_size, g.cell_count));
     if (err) return nullptr;
     auto *h = static_cast<RingHeader *>(q->seg_.addr());
+    // The owner first: a process that finds the name taken judges the ring by its owner
+    // (ring.cpp), and a ring with our magic but no owner yet must not look abandoned.
+    h->owner_pid = getpid();
+    std::atomic_thread_fence(std::memory_order_release);
     h->magic = kRingMagic;
     h->version = kRingVersion;
     h->cell_size = g.cell_size;
     h->cell_count = g.cell_count;
-    h->owner_pid = getpid();
     h->attachment.store(attachment, std::memory_order_relaxed);
     h->enqueue_pos.store(0, std::memory_order_relaxed);
     for (uint64_t i = 0; i < g.cell_count; i++)
