@@ -2,7 +2,8 @@
 # Open MPI over cxi (pml cm, mtl ofi) vs Open MPI's own shared memory (pml ob1, btl
 # vader), in the same run, on this host: the ping-pong of bench/mpi_pingpong.c (IMB
 # PingPong's measure: half the round trip) at 8 B, 4 KiB, 64 KiB and 1 MiB. Each point
-# is the median of REPEAT runs, the two taking turns. Prints a markdown table.
+# is the median of REPEAT runs, the two taking turns. Prints a markdown table, after the
+# time a cache line takes between the two CPUs (bench/line_floor.c), the floor under both.
 #
 #   bench/mpi.sh [--quick]
 #
@@ -18,6 +19,8 @@ if [ "${1:-}" = "--quick" ]; then REPEAT=1 ITERS=2000; fi
 exe=$(mktemp -d)/mpi_pingpong
 trap 'rm -rf "$(dirname "$exe")"' EXIT
 mpicc -O2 -o "$exe" bench/mpi_pingpong.c
+# The floor under both: one cache line crossing the two CPUs (bench/line_floor.c).
+cc -O2 -std=gnu11 -Wall -Wextra -o "$(dirname "$exe")/line_floor" bench/line_floor.c
 
 common=(--allow-run-as-root --oversubscribe -np 2 --bind-to core)
 cxi=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include cxi -x FI_PROVIDER_PATH)
@@ -35,6 +38,7 @@ for _ in $(seq "$REPEAT"); do
     while read -r s us _; do v[$s]+="$us "; done < <(run "${vader[@]}")
 done
 echo "Open MPI $(mpirun --version 2>/dev/null | head -1 | awk '{print $NF}'), 2 ranks on one host, median of $REPEAT runs."
+echo "A cache line crosses the two CPUs in $("$(dirname "$exe")/line_floor" 1000000 | awk '{print $2}') ns one way (bench/line_floor.c)."
 echo
 echo "| size | cxi (cm, mtl ofi) usec | vader (ob1) usec | cxi/vader (lower is better) |"
 echo "|---|---|---|---|"

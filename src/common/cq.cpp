@@ -24,6 +24,32 @@ size_t entry_size_of(fi_cq_format f) {
     }
 }
 
+// The buffer of the fi_cq_read running on this thread, while its progress runs.
+struct DirectRead {
+    const Cq *cq;
+    uint8_t *out;
+    fi_addr_t *src;
+    size_t room, n;
+};
+// initial-exec: a plain thread-pointer load on the message path, not __tls_get_addr.
+__attribute__((tls_model("initial-exec"))) thread_local DirectRead *t_reader = nullptr;
+
+// Sets t_reader for the scope of a read's progress (progress may throw: guarded()).
+class ReaderScope {
+  public:
+    explicit ReaderScope(DirectRead *d) : set_(!t_reader) {
+        if (set_) t_reader = d;
+    }
+    ~ReaderScope() {
+        if (set_) t_reader = nullptr;
+    }
+    ReaderScope(const ReaderScope &) = delete;
+    ReaderScope &operator=(const ReaderScope &) = delete;
+
+  private:
+    bool set_;
+};
+
 Cq *cq_of(fid_cq *f) {
     return owner_of<Cq>(f);
 }
@@ -119,9 +145,25 @@ Cq::Cq(uint32_t api_version, const fi_cq_attr &attr, size_t default_size, void *
 }
 
 void Cq::push(const Completion &c) {
+    if (push_direct(c)) return;  // the reader is this thread: nobody to wake
     push_locked(c);
     if (notify_) notify_(notify_arg_);
     if (wait_) wait_->signal();
+}
+
+// A completion made by the progress of this thread's own fi_cq_read of this CQ, while
+// the CQ holds nothing older, goes straight into the reader's buffer. The order is the
+// ring's; what is saved is the lock that the push and the read would each take on the
+// message path. A push from another thread racing with this one is concurrent with it,
+// so either order is one the application could see.
+bool Cq::push_direct(const Completion &c) {
+    DirectRead *d = t_reader;
+    if (!d || d->cq != this || d->n == d->room || pending_.load(std::memory_order_relaxed))
+        return false;
+    write_entry(d->out + d->n * entry_size_, c);
+    if (d->src) d->src[d->n] = c.src;
+    d->n++;
+    return true;
 }
 
 void Cq::push_locked(const Completion &c) {
@@ -136,6 +178,7 @@ void Cq::push_locked(const Completion &c) {
     size_t tail = head_ + count_;  // wrapped by a compare: no division on the message path
     ring_[tail < ring_.size() ? tail : tail - ring_.size()] = c;
     count_++;
+    pending_.store(pending_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
 void Cq::push_error(const ErrorCompletion &e) {
@@ -145,6 +188,7 @@ void Cq::push_error(const ErrorCompletion &e) {
 #if FI_MAJOR_VERSION >= 2
         errors_.back().entry.src_addr = e.src;
 #endif
+        pending_.store(pending_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     }
     if (notify_) notify_(notify_arg_);
     if (wait_) wait_->signal();
@@ -160,12 +204,18 @@ void Cq::write_entry(uint8_t *dst, const Completion &c) const {
 
 ssize_t Cq::read(void *buf, size_t count, fi_addr_t *src) {
     if (count && !buf) SN_REJECT(-FI_EINVAL, FI_LOG_CQ, "NULL buffer\n");
-    progress_.run();
+    auto *out = static_cast<uint8_t *>(buf);
+    DirectRead d{this, out, src, count, 0};
+    {
+        ReaderScope scope(&d);
+        progress_.run();
+    }
+    if (d.n) return static_cast<ssize_t>(d.n);
+    if (!pending_.load(std::memory_order_relaxed)) return -FI_EAGAIN;
     SpinGuard g(lock_);
     if (!errors_.empty()) return -FI_EAVAIL;
     if (!count_) return -FI_EAGAIN;
     size_t n = 0;
-    auto *out = static_cast<uint8_t *>(buf);
     for (; n < count && count_; n++) {
         const Completion &c = ring_[head_];
         write_entry(out + n * entry_size_, c);
@@ -173,6 +223,7 @@ ssize_t Cq::read(void *buf, size_t count, fi_addr_t *src) {
         if (++head_ == ring_.size()) head_ = 0;
         count_--;
     }
+    pending_.store(pending_.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
     return static_cast<ssize_t>(n);
 }
 
@@ -184,6 +235,7 @@ ssize_t Cq::readerr(fi_cq_err_entry *out, uint64_t flags) {
     if (errors_.empty()) return -FI_EAGAIN;
     last_error_ = std::move(errors_.front());
     errors_.pop_front();
+    pending_.store(pending_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
     void *user_data = out->err_data;
     size_t user_size = out->err_data_size;
     std::memcpy(out, &last_error_.entry, cq_err_entry_size(api_version_));

@@ -102,6 +102,7 @@ class Cq {
     const char *strerror(int prov_errno, const void *err_data, char *buf, size_t len);
 
   private:
+    bool push_direct(const Completion &c);
     void push_locked(const Completion &c);
     void write_entry(uint8_t *dst, const Completion &c) const;
 
@@ -115,6 +116,9 @@ class Cq {
     std::vector<Completion> ring_;  // grows when full: completions are never dropped
     size_t head_ = 0, count_ = 0;
     std::deque<ErrorCompletion> errors_;
+    // count_ plus the errors, kept under the lock and read without it: an empty poll
+    // and a reader's own completions (push_direct) need no lock.
+    std::atomic<size_t> pending_{0};
     ErrorCompletion last_error_;  // err_data handed out by readerr stays valid until the next
     ProgressList progress_;
     RefCount refs_;

@@ -199,6 +199,52 @@ INSTANTIATE_TEST_SUITE_P(Formats, CqFormatTest,
                                            FI_CQ_FORMAT_DATA, FI_CQ_FORMAT_TAGGED),
                          format_name);
 
+// A read hands its own progress's completions straight to the caller while the CQ holds
+// nothing older (cq.cpp); the rest wait in the CQ. Reads of 1, 4 and 3 entries, with
+// receives posted between them, must still see the completions in the order the
+// messages matched.
+TEST_F(CqTest, ReadsOfAnySizeKeepCompletionOrder) {
+    fi_cq_attr a{};
+    a.format = FI_CQ_FORMAT_TAGGED;
+    FmtEp f;
+    open_fmt_ep(f, &a, FI_MSG);
+    constexpr int kMsgs = 10;
+    uint64_t in[kMsgs] = {};
+    int rctx[kMsgs];
+    auto post_and_send = [&](int from, int to) {
+        for (int i = from; i < to; i++)
+            ASSERT_OK(fi_recv(f.ep.get(), &in[i], 8, nullptr, FI_ADDR_UNSPEC, &rctx[i]));
+        for (uint64_t v = from; v < uint64_t(to); v++)
+            ASSERT_OK(fi_inject(f.ep.get(), &v, 8, f.self));
+    };
+    std::vector<void *> order;
+    auto read_up_to = [&](size_t count, size_t until) {
+        wait_until(
+            [&] {
+                fi_cq_tagged_entry e[4];
+                ssize_t rc = fi_cq_read(f.cq.get(), e, count);
+                if (rc == -FI_EAGAIN) return false;
+                if (rc < 1 || size_t(rc) > count) CXIT_FAIL("fi_cq_read: " + rc_str(rc));
+                for (ssize_t k = 0; k < rc; k++)
+                    order.push_back(e[k].op_context);
+                return order.size() >= until;
+            },
+            "receive completions");
+    };
+    post_and_send(0, 6);
+    read_up_to(1, 1);  // one entry: the other five wait in the CQ
+    post_and_send(6, kMsgs);
+    read_up_to(4, 5);
+    read_up_to(3, kMsgs);
+    ASSERT_EQ(size_t(kMsgs), order.size());
+    for (int i = 0; i < kMsgs; i++) {
+        EXPECT_EQ(&rctx[i], order[i]) << "completion " << i;
+        EXPECT_EQ(uint64_t(i), in[i]) << "payload " << i;
+    }
+    fi_cq_tagged_entry e;
+    EXPECT_RC(-FI_EAGAIN, fi_cq_read(f.cq.get(), &e, 1));
+}
+
 TEST_F(CqTest, CancelledReceiveReportsErrorEntry) {
     fi_cq_attr a{};
     a.format = FI_CQ_FORMAT_TAGGED;
