@@ -178,7 +178,7 @@ void Cq::push_locked(const Completion &c) {
     size_t tail = head_ + count_;  // wrapped by a compare: no division on the message path
     ring_[tail < ring_.size() ? tail : tail - ring_.size()] = c;
     count_++;
-    pending_.store(pending_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    add_pending(1);
 }
 
 void Cq::push_error(const ErrorCompletion &e) {
@@ -188,7 +188,7 @@ void Cq::push_error(const ErrorCompletion &e) {
 #if FI_MAJOR_VERSION >= 2
         errors_.back().entry.src_addr = e.src;
 #endif
-        pending_.store(pending_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        add_pending(1);
     }
     if (notify_) notify_(notify_arg_);
     if (wait_) wait_->signal();
@@ -223,7 +223,7 @@ ssize_t Cq::read(void *buf, size_t count, fi_addr_t *src) {
         if (++head_ == ring_.size()) head_ = 0;
         count_--;
     }
-    pending_.store(pending_.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
+    add_pending(-ptrdiff_t(n));
     return static_cast<ssize_t>(n);
 }
 
@@ -235,7 +235,7 @@ ssize_t Cq::readerr(fi_cq_err_entry *out, uint64_t flags) {
     if (errors_.empty()) return -FI_EAGAIN;
     last_error_ = std::move(errors_.front());
     errors_.pop_front();
-    pending_.store(pending_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+    add_pending(-1);
     void *user_data = out->err_data;
     size_t user_size = out->err_data_size;
     std::memcpy(out, &last_error_.entry, cq_err_entry_size(api_version_));

@@ -103,6 +103,10 @@ class Cq {
 
   private:
     bool push_direct(const Completion &c);
+    // Under the lock: a plain store, since only lock holders write it.
+    void add_pending(ptrdiff_t d) {
+        pending_.store(pending_.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
+    }
     void push_locked(const Completion &c);
     void write_entry(uint8_t *dst, const Completion &c) const;
 

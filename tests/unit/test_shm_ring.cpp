@@ -50,6 +50,12 @@ struct Ring {
         iovec iov{const_cast<char *>(s.data()), s.size()};
         return tx->send("H", 1, &iov, 1, false);
     }
+    int fill(const std::string &s) {  // sends until the ring refuses; how many went in
+        int sent = 0;
+        while (send(s))
+            sent++;
+        return sent;
+    }
 };
 
 TEST(ShmRing, DeliversInOrder) {
@@ -65,10 +71,7 @@ TEST(ShmRing, DeliversInOrder) {
 
 TEST(ShmRing, FullRingRefusesUntilDrained) {
     Ring r({256, 16});
-    int sent = 0;
-    while (r.send("x"))
-        sent++;
-    EXPECT_EQ(16, sent);
+    EXPECT_EQ(16, r.fill("x"));
     Collector c;
     EXPECT_EQ(16u, r.rx->poll(c, 100));
     EXPECT_TRUE(r.send("again"));
@@ -77,10 +80,7 @@ TEST(ShmRing, FullRingRefusesUntilDrained) {
 // What a partial poll consumed is free at once, and no more than that.
 TEST(ShmRing, SpaceComesBackAsThePollsConsume) {
     Ring r({256, 16});
-    int sent = 0;
-    while (r.send("x"))
-        sent++;
-    ASSERT_EQ(16, sent);
+    ASSERT_EQ(16, r.fill("x"));
     Collector c;
     EXPECT_EQ(5u, r.rx->poll(c, 5));
     for (int i = 0; i < 5; i++)
