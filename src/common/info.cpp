@@ -20,9 +20,23 @@ bool subset(uint64_t want, uint64_t have) {
     return (want & have) == want;
 }
 
+// libfabric's util rules (prov/util's attribute checks, which upstream providers use):
+// a transmit context ignores receive-only capabilities in its hints and vice versa.
+constexpr uint64_t kRxOnlyCaps = FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RECV | FI_DIRECTED_RECV |
+                                 FI_MULTI_RECV | FI_SOURCE | FI_RMA_EVENT | FI_SOURCE_ERR;
+constexpr uint64_t kTxOnlyCaps =
+    FI_READ | FI_WRITE | FI_SEND | FI_FENCE | FI_MULTICAST | FI_NAMED_RX_CTX;
+
+// The tag width a mem_tag_format asks for: its highest set bit, as libfabric compares
+// tag formats (a format is a width, not a bit pattern).
+int tag_width(uint64_t format) {
+    return format ? 64 - __builtin_clzll(format) : 0;
+}
+
 bool tx_matches(const fi_tx_attr &o, const fi_tx_attr *h) {
     if (!h) return true;
-    if (!subset(h->caps, o.caps)) MISMATCH("tx caps 0x%lx not supported\n", h->caps & ~o.caps);
+    const uint64_t caps = h->caps & ~kRxOnlyCaps;
+    if (!subset(caps, o.caps)) MISMATCH("tx caps 0x%lx not supported\n", caps & ~o.caps);
     if (!subset(h->op_flags, o.op_flags)) MISMATCH("tx op_flags not supported\n");
     if (!subset(h->msg_order, o.msg_order)) MISMATCH("tx msg_order not supported\n");
     if (h->inject_size > o.inject_size) MISMATCH("tx inject_size too large\n");
@@ -34,7 +48,8 @@ bool tx_matches(const fi_tx_attr &o, const fi_tx_attr *h) {
 
 bool rx_matches(const fi_rx_attr &o, const fi_rx_attr *h) {
     if (!h) return true;
-    if (!subset(h->caps, o.caps)) MISMATCH("rx caps 0x%lx not supported\n", h->caps & ~o.caps);
+    const uint64_t caps = h->caps & ~kTxOnlyCaps;
+    if (!subset(caps, o.caps)) MISMATCH("rx caps 0x%lx not supported\n", caps & ~o.caps);
     if (!subset(h->op_flags, o.op_flags)) MISMATCH("rx op_flags not supported\n");
     if (!subset(h->msg_order, o.msg_order)) MISMATCH("rx msg_order not supported\n");
     if (h->size > o.size) MISMATCH("rx size %zu > %zu\n", h->size, o.size);
@@ -44,7 +59,8 @@ bool rx_matches(const fi_rx_attr &o, const fi_rx_attr *h) {
     return true;
 }
 
-bool ep_matches(const fi_ep_attr &o, const fi_ep_attr *h) {
+bool ep_matches(const fi_info &offer, const fi_info &hints) {
+    const fi_ep_attr &o = *offer.ep_attr, *h = hints.ep_attr;
     if (!h) return true;
     if (h->type != FI_EP_UNSPEC && h->type != o.type) MISMATCH("endpoint type mismatch\n");
     if (h->protocol != FI_PROTO_UNSPEC && h->protocol != o.protocol) MISMATCH("protocol\n");
@@ -52,12 +68,18 @@ bool ep_matches(const fi_ep_attr &o, const fi_ep_attr *h) {
     // Shared contexts (fi_stx_context / fi_srx_context) are not built: -FI_ENOSYS.
     if (h->tx_ctx_cnt == FI_SHARED_CONTEXT || h->rx_ctx_cnt == FI_SHARED_CONTEXT)
         MISMATCH("shared contexts are not offered\n");
-    if (h->tx_ctx_cnt > o.tx_ctx_cnt) MISMATCH("tx_ctx_cnt too large\n");
-    if (h->rx_ctx_cnt > o.rx_ctx_cnt) MISMATCH("rx_ctx_cnt too large\n");
-    if (h->max_order_waw_size > o.max_order_waw_size) MISMATCH("max_order_waw_size\n");
-    if (h->max_order_raw_size > o.max_order_raw_size) MISMATCH("max_order_raw_size\n");
-    if (h->max_order_war_size > o.max_order_war_size) MISMATCH("max_order_war_size\n");
-    if (h->mem_tag_format && (h->mem_tag_format & ~o.mem_tag_format))
+    // Context counts are bounded by the domain's maxima (scalable endpoints), not by the
+    // offer's default of one.
+    if (h->tx_ctx_cnt > offer.domain_attr->max_ep_tx_ctx) MISMATCH("tx_ctx_cnt too large\n");
+    if (h->rx_ctx_cnt > offer.domain_attr->max_ep_rx_ctx) MISMATCH("rx_ctx_cnt too large\n");
+    // Ordering sizes matter only to an application that asks for one-sided operations.
+    if (hints.caps & (FI_RMA | FI_ATOMIC)) {
+        if (h->max_order_waw_size > o.max_order_waw_size) MISMATCH("max_order_waw_size\n");
+        if (h->max_order_raw_size > o.max_order_raw_size) MISMATCH("max_order_raw_size\n");
+        if (h->max_order_war_size > o.max_order_war_size) MISMATCH("max_order_war_size\n");
+    }
+    // Any tag layout of no more bits than ours is accepted (MPICH asks 0x00001800000FFFFF).
+    if ((hints.caps & FI_TAGGED) && tag_width(h->mem_tag_format) > tag_width(o.mem_tag_format))
         MISMATCH("mem_tag_format wider than supported\n");
     return true;
 }
@@ -115,7 +137,7 @@ bool matches(const fi_info &o, const fi_info *h, uint32_t version) {
         if (f.prov_name && std::string_view(f.prov_name) != o.fabric_attr->prov_name)
             MISMATCH("provider name\n");
     }
-    return ep_matches(*o.ep_attr, h->ep_attr) && domain_matches(o, *h, version) &&
+    return ep_matches(o, *h) && domain_matches(o, *h, version) &&
            tx_matches(*o.tx_attr, h->tx_attr) && rx_matches(*o.rx_attr, h->rx_attr);
 }
 

@@ -74,24 +74,24 @@ struct Amo {
     uint64_t flags;
 };
 
-// fi_cxi(7) "Unreliable AMOs" and ERRATA: unreliable AMOs are non-fetching, target an
-// optimized MR and ask for no remote completion notification (no target events);
-// fetching and compare AMOs cannot be delivery or match complete.
+// The restricted path and the ERRATA as upstream's code applies them (fi_cxi(7) ERRATA):
+// FI_CXI_HRP needs FI_CXI_UNRELIABLE; a target that generates events (FI_RMA_EVENT)
+// takes neither unreliable atomics nor fetching ones that are delivery or match
+// complete (two commands would count twice there). Anything else is carried reliably:
+// unreliable fetching atomics and unreliable atomics to a standard key included.
 int check_restricted(EpView *v, const Amo &m) {
     const bool unreliable = m.flags & FI_CXI_UNRELIABLE;
     if ((m.flags & FI_CXI_HRP) && !unreliable)
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_CXI_HRP needs FI_CXI_UNRELIABLE\n");
-    if (unreliable && m.kind != AmoKind::kWrite)
-        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "unreliable fetching atomics are not supported\n");
-    if (unreliable && !v->ep->domain().optimized_key(m.key))
+    const bool events = v->ep->target_events(m.key);
+    if (unreliable && events)
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA,
-                  "unreliable atomics must target an optimized MR (key 0x%lx is not)\n", m.key);
-    if (unreliable && v->ep->remote_events())
+                  "unreliable atomics cannot target an MR with events (FI_RMA_EVENT)\n");
+    if (m.kind != AmoKind::kWrite && (m.flags & (FI_DELIVERY_COMPLETE | FI_MATCH_COMPLETE)) &&
+        events)
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA,
-                  "unreliable atomics cannot use remote completion notification\n");
-    if (m.kind != AmoKind::kWrite && (m.flags & (FI_DELIVERY_COMPLETE | FI_MATCH_COMPLETE)))
-        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA,
-                  "fetching atomics cannot be delivery or match complete (errata)\n");
+                  "fetching atomics to an MR with events cannot be delivery or match "
+                  "complete (errata)\n");
     return 0;
 }
 
@@ -122,7 +122,8 @@ ssize_t do_amo(fid_ep *ep, const Amo &m, bool inject_call = false) {
     a.amo.result = m.result;
     a.amo.op = static_cast<uint8_t>(m.op);
     a.amo.dt = static_cast<uint8_t>(m.dt);
-    a.rma.restricted = m.flags & FI_CXI_UNRELIABLE;
+    // Only an optimized key has the restricted path; elsewhere the flag asks for nothing.
+    a.rma.restricted = (m.flags & FI_CXI_UNRELIABLE) && v->ep->domain().optimized_key(m.key);
     return v->ctx->send(a);
 }
 
@@ -134,8 +135,10 @@ bool one_ioc(const fi_ioc *iov, size_t n) {
 ssize_t amo_msg(fid_ep *ep, AmoKind kind, const fi_msg_atomic *msg, const fi_ioc *cmp, size_t ncmp,
                 fi_ioc *res, size_t nres, uint64_t flags) {
     if (!msg) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL msg\n");
-    uint64_t allowed = kAmoBase;
-    if (kind == AmoKind::kWrite) allowed |= FI_INJECT | FI_CXI_HRP;
+    // FI_INJECT for every kind: the operand always travels from the operation itself
+    // (OneSided::stage_amo), as upstream copies it into an internal buffer.
+    uint64_t allowed = kAmoBase | FI_INJECT;
+    if (kind == AmoKind::kWrite) allowed |= FI_CXI_HRP;
     if (kind == AmoKind::kFetch) allowed |= FI_CXI_PCIE_AMO;
     if (flags & ~allowed) SN_REJECT(-FI_EBADFLAGS, FI_LOG_EP_DATA, "bad flags 0x%lx\n", flags);
     if (flags & FI_CXI_PCIE_AMO)

@@ -136,8 +136,9 @@ bool Context::offload_progress(bool readable) {
 void Context::progress_locked() {
     links_.poll(*this, progress_calls_++);
     tx_.progress();
+    if (one_sided_.owes()) one_sided_.serve_owed();
     if (coll_.active()) coll_.progress();
-    bool work = tx_.busy() || links_.ports_busy() || coll_.active();
+    bool work = tx_.busy() || one_sided_.owes() || links_.ports_busy() || coll_.active();
     if (work != work_hint_.load(std::memory_order_relaxed))
         work_hint_.store(work, std::memory_order_relaxed);
 }
@@ -235,7 +236,8 @@ bool Context::deliver(const uint8_t *pkt, size_t len) {
             one_sided_.on_write(h, payload);
             return true;
         case Pkt::kRmaReadReq:
-            return one_sided_.on_read_req(h);  // false: no room to answer yet, hold it
+            one_sided_.on_read_req(h);
+            return true;
         case Pkt::kRmaReadResp:
             one_sided_.on_read_resp(h, payload);
             return true;

@@ -296,4 +296,9 @@ bool Endpoint::remote_events() const {
     return (caps_ & FI_RMA_EVENT) || domain_.options().mr_match_events;
 }
 
+bool Endpoint::target_events(uint64_t key) const {
+    if (domain_.mrs().prov_keys() && (key & kProvKey)) return key & kProvKeyEvents;
+    return caps_ & FI_RMA_EVENT;
+}
+
 }  // namespace softnic::cxi

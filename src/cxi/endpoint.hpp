@@ -61,6 +61,9 @@ class Endpoint {
     // Whether the targets of our one-sided operations generate events (FI_RMA_EVENT or
     // MR match events): such operations never take the restricted path.
     bool remote_events() const;
+    // Whether the MR behind `key` generates events at its target: a provider key says
+    // so itself; a client key cannot, so FI_RMA_EVENT on this endpoint stands for it.
+    bool target_events(uint64_t key) const;
 
     int bind(EpView &v, struct fid *bfid, uint64_t flags);
     int enable(EpView &v);

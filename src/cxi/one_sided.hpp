@@ -5,6 +5,7 @@
 // while the target application is away.
 #pragma once
 
+#include <deque>
 #include <unordered_map>
 
 #include "cxi/tx_engine.hpp"
@@ -30,9 +31,14 @@ class OneSided {
     void on_read_resp(const WireHdr &h, const uint8_t *payload);
     void on_atomic_resp(const WireHdr &h, const uint8_t *payload);
 
-    // Target side. on_read_req returns false when no operation is free to answer with.
+    // Target side. A read request is always taken from the ring: answered now, or kept
+    // until a reply slot frees (serve_owed, from progress). Holding it in the ring would
+    // block the answers to our own reads behind it: two endpoints reading each other
+    // would wait on each other forever.
     void on_write(const WireHdr &h, const uint8_t *payload);
-    bool on_read_req(const WireHdr &h);
+    void on_read_req(const WireHdr &h);
+    bool owes() const { return !owed_.empty(); }
+    void serve_owed();
     void on_atomic(const WireHdr &h, const uint8_t *payload);
 
   private:
@@ -43,7 +49,9 @@ class OneSided {
     bool restricted_here(const WireHdr &h) const;
     void report_write(const WireHdr &h, Mr *mr);
     transport::shm::WindowView *window_for(transport::Link *link);
+    bool answer_read(const WireHdr &h);  // false: no reply slot free
 
+    std::deque<WireHdr> owed_;  // read requests waiting for a reply slot, oldest first
     Context &ctx_;
     Domain &domain_;
     std::unordered_map<transport::Link *, transport::shm::WindowView *> windows_;  // cache

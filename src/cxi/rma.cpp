@@ -150,8 +150,16 @@ void OneSided::on_write(const WireHdr &h, const uint8_t *payload) {
     if (last) send_reply(h, mr ? 0 : kWError);
 }
 
-// False when no operation is free to answer with: the transport holds the request.
-bool OneSided::on_read_req(const WireHdr &h) {
+void OneSided::on_read_req(const WireHdr &h) {
+    if (!owed_.empty() || !answer_read(h)) owed_.push_back(h);  // answered in order
+}
+
+void OneSided::serve_owed() {
+    while (!owed_.empty() && answer_read(owed_.front()))
+        owed_.pop_front();
+}
+
+bool OneSided::answer_read(const WireHdr &h) {
     int err = 0;
     transport::Link *link = h.msg_len <= kMaxMsgSize
                                 ? ctx_.links().link_for(h.src_nic, h.src_pid, h.vni, err)
@@ -161,15 +169,13 @@ bool OneSided::on_read_req(const WireHdr &h) {
         domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
         return true;
     }
+    TxOp *op = ctx_.tx().alloc_reply();
+    if (!op) return false;
     Mr *mr = target_mr(h, FI_REMOTE_READ);
     if (!mr) {
+        ctx_.tx().complete(op, 0, 0);  // the slot back; nobody waits for a reply's completion
         send_reply(h, kWError);
         return true;
-    }
-    TxOp *op = ctx_.tx().alloc();
-    if (!op) {
-        mr->refs().put();
-        return false;
     }
     count_remote(mr, false);
     op->a.kind = OpKind::kReadResp;

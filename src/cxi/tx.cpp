@@ -13,10 +13,14 @@
 namespace softnic::cxi {
 
 TxEngine::TxEngine(Context &ctx, size_t tx_size)
-    : ctx_(ctx), domain_(ctx.domain()), pool_(tx_size ? tx_size : 1) {
-    for (auto &op : pool_) {
-        op.next = free_;
-        free_ = &op;
+    : ctx_(ctx),
+      domain_(ctx.domain()),
+      pool_((tx_size ? tx_size : 1) + kReplySlots),
+      app_slots_(pool_.size() - kReplySlots) {
+    for (size_t i = pool_.size(); i-- > 0;) {
+        TxOp *&list = i < app_slots_ ? free_ : reply_free_;
+        pool_[i].next = list;
+        list = &pool_[i];
     }
     awaiting_ack_.reserve(pool_.size());
 }
@@ -146,22 +150,35 @@ void TxEngine::submit(TxOp *op) {
     if (!holding_more_) pump_pending();
 }
 
-TxOp *TxEngine::alloc() {
-    TxOp *op = free_;
+// Slots are taken from one of two free lists; alloc and free each bump the generation.
+static TxOp *take(TxOp *&list, const TxOp *base) {
+    TxOp *op = list;
     if (!op) return nullptr;
-    free_ = op->next;
+    list = op->next;
     uint32_t gen = op->gen + 1;
     *op = TxOp{};
     op->gen = gen;
-    op->cookie = (uint64_t(gen) << 32) | uint64_t(op - pool_.data());
-    outstanding_++;
+    op->cookie = (uint64_t(gen) << 32) | uint64_t(op - base);
+    return op;
+}
+
+TxOp *TxEngine::alloc() {
+    TxOp *op = take(free_, pool_.data());
+    outstanding_ += op != nullptr;
+    return op;
+}
+
+TxOp *TxEngine::alloc_reply() {
+    TxOp *op = take(reply_free_, pool_.data());
+    outstanding_ += op != nullptr;
     return op;
 }
 
 void TxEngine::free(TxOp *op) {
     op->gen++;  // stale cookies no longer resolve
-    op->next = free_;
-    free_ = op;
+    TxOp *&list = size_t(op - pool_.data()) < app_slots_ ? free_ : reply_free_;
+    op->next = list;
+    list = op;
     outstanding_--;
 }
 

@@ -118,6 +118,9 @@ struct TxOp {
 
 class TxEngine {
   public:
+    // Answers in flight at once; more wait as requests (OneSided::owed_) instead.
+    static constexpr size_t kReplySlots = 64;
+
     TxEngine(Context &ctx, size_t tx_size);
     TxEngine(const TxEngine &) = delete;
     TxEngine &operator=(const TxEngine &) = delete;
@@ -125,6 +128,9 @@ class TxEngine {
     // Posting (tx.cpp); the context's lock is held.
     ssize_t send(const SendArgs &a);
     TxOp *alloc();
+    // A slot for what this context owes a peer (a read's data): never one of the
+    // application's tx_size slots, so answers do not wait behind our own requests.
+    TxOp *alloc_reply();
     TxOp *by_cookie(uint64_t cookie);   // null for stale or forged cookies
     void submit(TxOp *op);              // into the FIFO, and out unless an FI_MORE batch holds it
     void on_get_req(const WireHdr &h);  // a receiver pulls a rendezvous send's data
@@ -171,8 +177,10 @@ class TxEngine {
 
     Context &ctx_;
     Domain &domain_;
-    std::vector<TxOp> pool_;
+    std::vector<TxOp> pool_;  // the application's tx_size slots, then kReplySlots
+    size_t app_slots_;
     TxOp *free_ = nullptr;
+    TxOp *reply_free_ = nullptr;
     size_t outstanding_ = 0;
     List<TxOp> pending_;  // FIFO of operations still to (fully) transmit
     size_t pending_count_ = 0;

@@ -412,4 +412,42 @@ TEST_F(GetinfoTest, ThreadingModelsAccepted) {
     }
 }
 
+// libfabric's own rule (prov/util, which upstream cxi follows): a tag format is a width.
+// MPICH asks 0x00001800000FFFFF, bits outside our 0x0000AAAAAAAAAAAA pattern but within its
+// 48 bits, and must be accepted; a 49-bit format is not. Without FI_TAGGED no format is
+// checked at all.
+TEST_F(GetinfoTest, MemTagFormatIsComparedByWidth) {
+    struct Case {
+        uint64_t caps, format;
+        bool ok;
+    };
+    for (Case c : {Case{FI_TAGGED, 0x00001800000FFFFFULL, true}, Case{FI_TAGGED, 0x3, true},
+                   Case{FI_TAGGED, 0x0000FFFFFFFFFFFFULL, true},
+                   Case{FI_TAGGED, 0x0001000000000000ULL, false},
+                   Case{FI_MSG, 0xFFFFFFFFFFFFFFFFULL, true}}) {
+        EpOptions o;
+        o.caps = c.caps;
+        InfoPtr h = make_hints(o, "cxi0");
+        h->ep_attr->mem_tag_format = c.format;
+        GetinfoResult r = getinfo(nullptr, nullptr, 0, h.get());
+        EXPECT_RC(c.ok ? 0 : -FI_ENODATA, r.rc) << std::hex << "format 0x" << c.format;
+    }
+}
+
+// Also libfabric's rules: a transmit context's hints may list receive-only caps (and the
+// reverse), which it ignores; context counts go up to the domain's maxima.
+TEST_F(GetinfoTest, HintsFollowLibfabricUtilRules) {
+    InfoPtr h = make_hints(EpOptions{}, "cxi0");
+    h->tx_attr->caps = FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV;
+    h->rx_attr->caps = FI_MSG | FI_TAGGED | FI_RECV | FI_SEND;
+    EXPECT_OK(getinfo(nullptr, nullptr, 0, h.get()).rc);
+    const fi_info *i = nohints_first("cxi0");
+    InfoPtr h2 = make_hints(EpOptions{}, "cxi0");
+    h2->ep_attr->tx_ctx_cnt = i->domain_attr->max_ep_tx_ctx;
+    h2->ep_attr->rx_ctx_cnt = i->domain_attr->max_ep_rx_ctx;
+    EXPECT_OK(getinfo(nullptr, nullptr, 0, h2.get()).rc);
+    h2->ep_attr->tx_ctx_cnt = i->domain_attr->max_ep_tx_ctx + 1;
+    EXPECT_RC(-FI_ENODATA, getinfo(nullptr, nullptr, 0, h2.get()).rc);
+}
+
 }  // namespace
