@@ -143,13 +143,17 @@ ssize_t amo_msg(fid_ep *ep, AmoKind kind, const fi_msg_atomic *msg, const fi_ioc
     if (flags & ~allowed) SN_REJECT(-FI_EBADFLAGS, FI_LOG_EP_DATA, "bad flags 0x%lx\n", flags);
     if (flags & FI_CXI_PCIE_AMO)
         SN_REJECT(-FI_EOPNOTSUPP, FI_LOG_EP_DATA, "no PCIe fetch-add remap on a soft NIC\n");
-    bool ok = one_ioc(msg->msg_iov, msg->iov_count) && msg->rma_iov_count == 1 && msg->rma_iov &&
-              msg->rma_iov->count == 1 && (kind == AmoKind::kWrite || one_ioc(res, nres)) &&
+    // FI_ATOMIC_READ has no operand: upstream reads no msg_iov for it.
+    const bool no_operand = msg->op == FI_ATOMIC_READ && (!msg->msg_iov || !msg->iov_count);
+    bool ok = (no_operand || one_ioc(msg->msg_iov, msg->iov_count)) && msg->rma_iov_count == 1 &&
+              msg->rma_iov && msg->rma_iov->count == 1 &&
+              (kind == AmoKind::kWrite || one_ioc(res, nres)) &&
               (kind != AmoKind::kCompare || one_ioc(cmp, ncmp));
     if (!ok) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "atomics take exactly one element\n");
-    return do_amo(ep, Amo{kind, msg->msg_iov->addr, 1, cmp ? cmp->addr : nullptr,
-                          res ? res->addr : nullptr, msg->addr, msg->rma_iov->addr,
-                          msg->rma_iov->key, msg->datatype, msg->op, msg->context, flags});
+    return do_amo(ep,
+                  Amo{kind, no_operand ? nullptr : msg->msg_iov->addr, 1, cmp ? cmp->addr : nullptr,
+                      res ? res->addr : nullptr, msg->addr, msg->rma_iov->addr, msg->rma_iov->key,
+                      msg->datatype, msg->op, msg->context, flags});
 }
 
 uint64_t tx_flags(fid_ep *ep) {
@@ -214,9 +218,8 @@ ssize_t a_compwritemsg(fid_ep *ep, const fi_msg_atomic *msg, const fi_ioc *cmp, 
 }
 
 int valid(AmoKind kind, fi_datatype dt, fi_op op, size_t *count) {
-    if (!count) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL count\n");
     int ret = amo_check(kind, op, dt);
-    *count = ret ? 0 : 1;
+    if (count) *count = ret ? 0 : 1;  // upstream takes a NULL count: validity alone
     return ret;
 }
 int a_writevalid(fid_ep *, fi_datatype dt, fi_op op, size_t *count) {

@@ -16,8 +16,30 @@
 namespace softnic::cxi {
 namespace {
 
-constexpr uint64_t kQueuedFlags = FI_MORE | FI_COMPLETION | FI_TRANSMIT_COMPLETE |
-                                  FI_DELIVERY_COMPLETE | FI_MATCH_COMPLETE | FI_CXI_CNTR_WB;
+// The flags a queued operation may carry: those its *msg call takes (it is issued through
+// that call when it fires) plus FI_CXI_CNTR_WB; upstream passes them all on unmasked.
+// Checking here keeps a refusal from surfacing at fire time, where no completion reports it.
+// FI_INJECT is not taken (upstream takes it for RMA and atomics, copying the data when
+// queued; here the data is read when the operation fires): fi_cxi(7) says so.
+uint64_t queued_flags(fi_op_type type) {
+    constexpr uint64_t kLevels =
+        FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_MATCH_COMPLETE;
+    constexpr uint64_t kTx = FI_COMPLETION | FI_MORE | FI_FENCE | kLevels | FI_CXI_CNTR_WB;
+    switch (type) {
+        case FI_OP_RECV:
+        case FI_OP_TRECV:
+            return FI_COMPLETION | FI_MORE | FI_MULTI_RECV | FI_CXI_CNTR_WB;
+        case FI_OP_SEND:
+        case FI_OP_TSEND:
+            return kTx | FI_REMOTE_CQ_DATA;
+        case FI_OP_READ:
+            return kTx;
+        case FI_OP_WRITE:
+            return kTx | FI_REMOTE_CQ_DATA | FI_CXI_HRP | FI_CXI_WEAK_FENCE;
+        default:  // the atomics
+            return kTx | FI_CXI_UNRELIABLE | FI_CXI_WEAK_FENCE | FI_CXI_HRP;
+    }
+}
 
 template <class Op>
 fid_ep *ep_flags(const Op *op, uint64_t &flags, size_t &iov_count) {
@@ -149,7 +171,7 @@ int DeferredQueue::check(const fi_deferred_work &w, const void *domain) {
         SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "triggered receives need threshold 0\n");
     if ((w.op_type == FI_OP_SEND || w.op_type == FI_OP_TSEND) && (flags & FI_INJECT))
         SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "triggered sends cannot be injected\n");
-    if (flags & ~kQueuedFlags)
+    if (flags & ~queued_flags(w.op_type))
         SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "flags 0x%lx cannot be deferred\n", flags);
     return 0;
 }

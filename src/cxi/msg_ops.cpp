@@ -121,18 +121,24 @@ ssize_t m_injectdata(fid_ep *ep, const void *buf, size_t len, uint64_t data, fi_
 }
 
 // fi_tagged
+// Multi-receive is untagged only: a default FI_MULTI_RECV in the receive flags does not
+// make a tagged receive one (upstream strips it too).
+uint64_t tagged_rx_flags(fid_ep *ep) {
+    return view(ep)->rx_flags & ~FI_MULTI_RECV;
+}
 ssize_t t_recv(fid_ep *ep, void *buf, size_t len, void *, fi_addr_t src, uint64_t tag,
                uint64_t ignore, void *ctx) {
-    return do_recv(ep, buf, len, src, tag, ignore, ctx, view(ep)->rx_flags, true);
+    return do_recv(ep, buf, len, src, tag, ignore, ctx, tagged_rx_flags(ep), true);
 }
 ssize_t t_recvv(fid_ep *ep, const iovec *iov, void **, size_t count, fi_addr_t src, uint64_t tag,
                 uint64_t ignore, void *ctx) {
     if (!single_iov(iov, count)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "iov_limit is 1\n");
     return do_recv(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0, src, tag, ignore,
-                   ctx, view(ep)->rx_flags, true);
+                   ctx, tagged_rx_flags(ep), true);
 }
 ssize_t t_recvmsg(fid_ep *ep, const fi_msg_tagged *msg, uint64_t flags) {
-    if (!msg || !single_iov(msg->msg_iov, msg->iov_count))
+    // A peek reads no buffer: upstream ignores its iov.
+    if (!msg || (!(flags & FI_PEEK) && !single_iov(msg->msg_iov, msg->iov_count)))
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL msg or more than one iov\n");
     if (flags & ~(kRecvMsgFlags | kIgnoredRecvFlags | FI_PEEK | FI_CLAIM | FI_DISCARD))
         SN_REJECT(-FI_EBADFLAGS, FI_LOG_EP_DATA, "bad trecvmsg flags 0x%lx\n", flags);
@@ -141,7 +147,8 @@ ssize_t t_recvmsg(fid_ep *ep, const fi_msg_tagged *msg, uint64_t flags) {
     if ((flags & FI_CLAIM) && !msg->context)
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_CLAIM needs a context\n");
     flags &= ~FI_MULTI_RECV;  // multi-receive is untagged only
-    const iovec *iov = msg->iov_count ? msg->msg_iov : nullptr;
+    const iovec *iov =
+        msg->iov_count && msg->msg_iov && !(flags & FI_PEEK) ? msg->msg_iov : nullptr;
     return do_recv(ep, iov ? iov->iov_base : nullptr, iov ? iov->iov_len : 0, msg->addr, msg->tag,
                    msg->ignore, msg->context, flags, true);
 }

@@ -615,6 +615,25 @@ TEST_P(AtomicTest, FetchingAtomicsTakeFiInject) {
     EXPECT_EQ(42u, at<uint64_t>(0));
 }
 
+// FI_ATOMIC_READ has no operand: fi_fetch_atomicmsg takes it without a msg_iov, and the
+// valid calls take a NULL count (both as upstream's code does).
+TEST_P(AtomicTest, AtomicReadNeedsNoOperand) {
+    Pair &p = pair(opts());
+    uint64_t key = expose(p, 64);
+    put<uint64_t>(0, 77);
+    uint64_t old = 0;
+    fi_ioc res{&old, 1};
+    fi_rma_ioc rioc{0, 1, key};
+    int ctx = 0;
+    fi_msg_atomic msg{nullptr, nullptr, 0, p.a2b, &rioc, 1, FI_UINT64, FI_ATOMIC_READ, &ctx, 0};
+    post([&] { return fi_fetch_atomicmsg(p.a->ep(), &msg, &res, nullptr, 1, FI_COMPLETION); },
+         "atomic read without an operand");
+    wait_comp(p.a->tx(), &ctx, "atomic read");
+    EXPECT_EQ(77u, old);
+    EXPECT_OK(fi_fetch_atomicvalid(p.a->ep(), FI_UINT64, FI_ATOMIC_READ, nullptr));
+    EXPECT_RC(-FI_EOPNOTSUPP, fi_atomicvalid(p.a->ep(), FI_UINT64, FI_ATOMIC_READ, nullptr));
+}
+
 // upstream rma_opt/opt_write and rma_opt_hrp/hrp: writes to an optimized key are
 // restricted packets and hit the optimized-MR cache; with FI_CXI_HRP each is acked.
 // fi_cxi(7) "Optimized RMA": a write is a restricted packet, and an optimized-MR cache

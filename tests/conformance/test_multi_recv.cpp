@@ -102,6 +102,28 @@ TEST_P(MultiRecvTest, RxOpFlagsMakeFiRecvAMultiReceive) {
     expect_packed(lens, buf.data(), &ctx, true);
 }
 
+// ... but not a tagged one: multi-receive is untagged only, and upstream strips the
+// default flag from fi_trecv. The tagged receive takes one message, the one of its tag.
+TEST_P(MultiRecvTest, RxOpFlagsLeaveFiTrecvAPlainReceive) {
+    EpOptions o;
+    o.caps = FI_MSG | FI_TAGGED;
+    EpOptions ob = o;
+    ob.rx_op_flags = FI_MULTI_RECV | FI_COMPLETION;
+    p_ = make_pair(o, ob);
+    std::vector<uint8_t> out = pattern(100, 3), in(800);
+    int ctx = 0, sctx = 0;
+    ASSERT_OK(fi_trecv(p_.b->ep(), in.data(), in.size(), nullptr, FI_ADDR_UNSPEC, 7, 0, &ctx));
+    post([&] { return fi_send(p_.a->ep(), out.data(), 40, nullptr, p_.a2b, &sctx); },
+         "untagged send");
+    post([&] { return fi_tsend(p_.a->ep(), out.data(), 100, nullptr, p_.a2b, 7, &sctx); },
+         "tagged send");
+    Comp c = wait_comp(p_.b->rx(), &ctx, "tagged receive");
+    EXPECT_EQ(FI_TAGGED | FI_RECV, c.e.flags) << "no FI_MULTI_RECV, no FI_MSG";
+    EXPECT_EQ(100u, c.e.len);
+    EXPECT_EQ(0, std::memcmp(out.data(), in.data(), 100));
+    expect_quiet(p_.b->rx(), "the untagged message found no receive");
+}
+
 TEST_P(MultiRecvTest, ManyTinyMessagesWithMatchingMinimum) {
     const std::vector<size_t> lens(1024, 20);
     std::vector<uint8_t> buf(1024 * 20);

@@ -75,6 +75,20 @@ TEST_P(PeekClaimCancelTest, PeekHitDoesNotConsume) {
     EXPECT_FALSE(peek_once(7, &pctx).has_value()) << "consumed by the receive";
 }
 
+// A peek reads no buffer: its iov is ignored, whatever it holds (upstream's code).
+TEST_P(PeekClaimCancelTest, PeekIgnoresItsIov) {
+    int ctx = 0;
+    uint8_t a[8], b[8];
+    iovec two[2] = {{a, 8}, {b, 8}};
+    fi_msg_tagged m{two, nullptr, 2, FI_ADDR_UNSPEC, 5, 0, &ctx, 0};
+    post([&] { return fi_trecvmsg(p_.b->ep(), &m, FI_PEEK); }, "peek with two iovs");
+    EXPECT_EQ(FI_ENOMSG, wait_err(p_.b->rx(), &ctx, "peek miss").e.err);
+    fi_msg_tagged none{nullptr, nullptr, 3, FI_ADDR_UNSPEC, 5, 0, &ctx, 0};
+    post([&] { return fi_trecvmsg(p_.b->ep(), &none, FI_PEEK); }, "peek with a NULL iov");
+    EXPECT_EQ(FI_ENOMSG, wait_err(p_.b->rx(), &ctx, "peek miss").e.err);
+    EXPECT_RC(-FI_EINVAL, fi_trecvmsg(p_.b->ep(), &m, 0)) << "a receive still takes one iov";
+}
+
 TEST_P(PeekClaimCancelTest, PeekReportsOldestOfSameTag) {
     char a[10] = "first", b[20] = "second";
     ASSERT_OK(fi_tinject(p_.a->ep(), a, sizeof(a), p_.a2b, 4));

@@ -242,8 +242,10 @@ TEST_P(TriggeredTest, QueueArgumentRules) {
     EXPECT_RC(-FI_EINVAL, queue(w)) << "no triggering counter";
     w = work(FI_OP_WRITE, 1);
     w.op.rma = &op;
-    op.flags = FI_INJECT;
+    op.flags = FI_MULTI_RECV;
     EXPECT_RC(-FI_EINVAL, queue(w)) << "flags that cannot be deferred";
+    op.flags = FI_INJECT;
+    EXPECT_RC(-FI_EINVAL, queue(w)) << "deferred data is read when it fires: no FI_INJECT";
     op.flags = FI_COMPLETION;
     op.msg.iov_count = 2;
     EXPECT_RC(-FI_EINVAL, queue(w)) << "two iovs";
