@@ -176,6 +176,117 @@ int DeferredQueue::check(const fi_deferred_work &w, const void *domain) {
     return 0;
 }
 
+namespace {
+
+// Keeps the first entry of an application's array in `slot` and marks the pointer as
+// present; point_at re-points it to the slot of the copy that fires.
+template <class P, class T>
+void keep(P &p, size_t n, T &slot) {
+    if (!p || !n) return;
+    slot = *p;
+    p = &slot;
+}
+template <class P, class T>
+void point_at(P &p, T &slot) {
+    if (p) p = &slot;
+}
+
+}  // namespace
+
+int DeferredQueue::keep_iovs(Item &it) {
+    auto &o = it.op;
+    Copies &c = it.c;
+    auto one_rma = [](size_t n, const void *p) { return n == 1 && p; };
+    switch (it.type) {
+        case FI_OP_RECV:
+        case FI_OP_SEND:
+            keep(o.msg.msg.msg_iov, o.msg.msg.iov_count, c.iov);
+            keep(o.msg.msg.desc, o.msg.msg.iov_count, c.desc[0]);
+            return 0;
+        case FI_OP_TRECV:
+        case FI_OP_TSEND:
+            keep(o.tagged.msg.msg_iov, o.tagged.msg.iov_count, c.iov);
+            keep(o.tagged.msg.desc, o.tagged.msg.iov_count, c.desc[0]);
+            return 0;
+        case FI_OP_READ:
+        case FI_OP_WRITE:
+            if (!one_rma(o.rma.msg.rma_iov_count, o.rma.msg.rma_iov)) break;
+            keep(o.rma.msg.msg_iov, o.rma.msg.iov_count, c.iov);
+            keep(o.rma.msg.desc, o.rma.msg.iov_count, c.desc[0]);
+            keep(o.rma.msg.rma_iov, 1, c.rma_iov);
+            return 0;
+        case FI_OP_ATOMIC:
+        case FI_OP_FETCH_ATOMIC:
+        case FI_OP_COMPARE_ATOMIC: {
+            // The three atomic ops share fi_msg_atomic as their first member after ep.
+            fi_msg_atomic &m = o.atomic.msg;
+            if (!one_rma(m.rma_iov_count, m.rma_iov)) break;
+            keep(m.msg_iov, m.iov_count, c.ioc);
+            keep(m.desc, m.iov_count, c.desc[0]);
+            keep(m.rma_iov, 1, c.rma_ioc);
+            // One element each, as the call itself demands (refused here, as upstream
+            // refuses it when queued, rather than when it fires with nobody to tell).
+            bool ok = c.rma_ioc.count == 1 &&
+                      (m.op == FI_ATOMIC_READ || (m.iov_count == 1 && c.ioc.count == 1));
+            if (it.type != FI_OP_ATOMIC) {
+                const fi_msg_fetch &f = o.fetch.fetch;
+                ok = ok && f.msg_iov && f.iov_count == 1 && f.msg_iov->count == 1;
+                keep(o.fetch.fetch.msg_iov, f.iov_count, c.result);
+                keep(o.fetch.fetch.desc, f.iov_count, c.desc[1]);
+            }
+            if (it.type == FI_OP_COMPARE_ATOMIC) {
+                const fi_msg_compare &k = o.compare.compare;
+                ok = ok && k.msg_iov && k.iov_count == 1 && k.msg_iov->count == 1;
+                keep(o.compare.compare.msg_iov, k.iov_count, c.compare);
+                keep(o.compare.compare.desc, k.iov_count, c.desc[2]);
+            }
+            if (ok) return 0;
+            SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "a deferred atomic takes one element\n");
+        }
+        default:
+            return 0;
+    }
+    SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "a deferred one-sided operation takes one rma_iov\n");
+}
+
+void DeferredQueue::point_at_copies(Item &it) {
+    auto &o = it.op;
+    Copies &c = it.c;
+    switch (it.type) {
+        case FI_OP_RECV:
+        case FI_OP_SEND:
+            point_at(o.msg.msg.msg_iov, c.iov);
+            point_at(o.msg.msg.desc, c.desc[0]);
+            return;
+        case FI_OP_TRECV:
+        case FI_OP_TSEND:
+            point_at(o.tagged.msg.msg_iov, c.iov);
+            point_at(o.tagged.msg.desc, c.desc[0]);
+            return;
+        case FI_OP_READ:
+        case FI_OP_WRITE:
+            point_at(o.rma.msg.msg_iov, c.iov);
+            point_at(o.rma.msg.desc, c.desc[0]);
+            point_at(o.rma.msg.rma_iov, c.rma_iov);
+            return;
+        case FI_OP_ATOMIC:
+        case FI_OP_FETCH_ATOMIC:
+        case FI_OP_COMPARE_ATOMIC:
+            point_at(o.atomic.msg.msg_iov, c.ioc);
+            point_at(o.atomic.msg.desc, c.desc[0]);
+            point_at(o.atomic.msg.rma_iov, c.rma_ioc);
+            if (it.type == FI_OP_ATOMIC) return;
+            point_at(o.fetch.fetch.msg_iov, c.result);
+            point_at(o.fetch.fetch.desc, c.desc[1]);
+            if (it.type == FI_OP_FETCH_ATOMIC) return;
+            point_at(o.compare.compare.msg_iov, c.compare);
+            point_at(o.compare.compare.desc, c.desc[2]);
+            return;
+        default:
+            return;
+    }
+}
+
 int DeferredQueue::queue(fi_deferred_work *w, const void *domain) {
     if (!w) SN_REJECT(-FI_EINVAL, FI_LOG_DOMAIN, "NULL deferred work\n");
     if (int ret = check(*w, domain)) return ret;
@@ -212,6 +323,7 @@ int DeferredQueue::queue(fi_deferred_work *w, const void *domain) {
             it.op.cntr = *w->op.cntr;
             break;
     }
+    if (int ret = keep_iovs(it)) return ret;
     if (!take_slots(wb ? 2 : 1))
         SN_REJECT(-FI_ENOSPC, FI_LOG_DOMAIN, "triggered-op budget exhausted\n");
     push(it, wb);
@@ -248,19 +360,20 @@ int DeferredQueue::queue_flagged(const FlaggedOp &op, const void *domain) {
     it.trigger = trig;
     it.threshold = tc->trigger.threshold.threshold;
     it.flagged = true;
-    it.iov = op.iov;
-    it.rma_iov = op.rma;
+    it.c.iov = op.iov;
+    it.c.rma_iov = op.rma;
     if (op.flags & FI_INJECT)
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "a triggered operation cannot be injected\n");
     const uint64_t flags = op.flags & ~FI_TRIGGER;
+    // The iovs are the copies (point_at_copies re-points them when it fires).
     if (op.type == FI_OP_SEND)
-        it.op.msg = fi_op_msg{op.ep, {nullptr, nullptr, 1, op.addr, op.context, op.data}, flags};
+        it.op.msg = fi_op_msg{op.ep, {&it.c.iov, nullptr, 1, op.addr, op.context, op.data}, flags};
     else if (op.type == FI_OP_TSEND)
         it.op.tagged = fi_op_tagged{
-            op.ep, {nullptr, nullptr, 1, op.addr, op.tag, 0, op.context, op.data}, flags};
+            op.ep, {&it.c.iov, nullptr, 1, op.addr, op.tag, 0, op.context, op.data}, flags};
     else
         it.op.rma = fi_op_rma{
-            op.ep, {nullptr, nullptr, 1, op.addr, nullptr, 1, op.context, op.data}, flags};
+            op.ep, {&it.c.iov, nullptr, 1, op.addr, &it.c.rma_iov, 1, op.context, op.data}, flags};
     if (!take_slots(1)) SN_REJECT(-FI_ENOSPC, FI_LOG_DOMAIN, "triggered-op budget exhausted\n");
     push(it, false);
     return 0;
@@ -331,15 +444,8 @@ ssize_t DeferredQueue::fire(Item &it) {
         return 0;
     }
     auto &o = it.op;
-    if (it.flagged) {  // point the op at this copy's iovs; no completion counter override
-        if (it.type == FI_OP_SEND) o.msg.msg.msg_iov = &it.iov;
-        if (it.type == FI_OP_TSEND) o.tagged.msg.msg_iov = &it.iov;
-        if (it.type == FI_OP_WRITE || it.type == FI_OP_READ) {
-            o.rma.msg.msg_iov = &it.iov;
-            o.rma.msg.rma_iov = &it.rma_iov;
-        }
-        return fire_flagged(it);
-    }
+    point_at_copies(it);
+    if (it.flagged) return fire_flagged(it);  // no completion counter override
     IssueScope scope(it.completion);
     switch (it.type) {
         case FI_OP_RECV:

@@ -80,7 +80,17 @@ class DeferredQueue {
     void run();  // fire what is due; never with a provider lock held
 
   private:
-    // A copy of the application's request (the op structure included); iov arrays and
+    // The one-entry iov arrays (and descriptors) an operation points at, copied when it
+    // is queued: upstream issues the command then, and applications let theirs go out of
+    // scope (fabtests' fi_rdm_deferred_wq). The op is pointed at them when it fires.
+    struct Copies {
+        iovec iov;
+        fi_rma_iov rma_iov;
+        fi_ioc ioc, result, compare;
+        fi_rma_ioc rma_ioc;
+        void *desc[3];
+    };
+    // A copy of the application's request: the op structure and its iov entries; the
     // buffers stay the application's, as for any posted operation.
     struct Item {
         fi_deferred_work *work;  // the application's, for FI_CANCEL_WORK
@@ -90,8 +100,7 @@ class DeferredQueue {
         bool writeback;    // FI_CXI_CNTR_WB: only write the trigger's word back
         Cntr *completion;  // counts the operation's completion (may be null)
         bool flagged;      // FI_TRIGGER: the endpoint's bindings complete it
-        iovec iov;         // a flagged operation's copies (the op points at them)
-        fi_rma_iov rma_iov;
+        Copies c;
         union {
             fi_op_msg msg;
             fi_op_tagged tagged;
@@ -103,6 +112,8 @@ class DeferredQueue {
         } op;
     };
     static int check(const fi_deferred_work &w, const void *domain);
+    static int keep_iovs(Item &it);
+    static void point_at_copies(Item &it);
     static ssize_t fire(Item &it);
     static ssize_t fire_flagged(Item &it);
     void push(const Item &it, bool writeback);
