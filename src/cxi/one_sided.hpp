@@ -51,6 +51,7 @@ class OneSided {
     transport::shm::WindowView *window_for(transport::Link *link);
     bool answer_read(const WireHdr &h);  // false: no reply slot free
 
+    static constexpr size_t kMaxOwedReads = 1 << 16;
     std::deque<WireHdr> owed_;  // read requests waiting for a reply slot, oldest first
     Context &ctx_;
     Domain &domain_;

@@ -151,7 +151,15 @@ void OneSided::on_write(const WireHdr &h, const uint8_t *payload) {
 }
 
 void OneSided::on_read_req(const WireHdr &h) {
-    if (!owed_.empty() || !answer_read(h)) owed_.push_back(h);  // answered in order
+    if (owed_.empty() && answer_read(h)) return;
+    // Honest peers owe us no more than their transmit queues hold; a flood beyond that
+    // is dropped and counted rather than kept without bound.
+    if (owed_.size() >= kMaxOwedReads) {
+        SN_WARN(FI_LOG_EP_DATA, "dropping a read request: %zu already wait\n", owed_.size());
+        domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
+        return;
+    }
+    owed_.push_back(h);  // answered in order
 }
 
 void OneSided::serve_owed() {
