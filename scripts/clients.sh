@@ -14,8 +14,24 @@
 #   NPROCS    processes (PEs, ranks) per test (default: 2)
 #   LOGDIR    where the suite's output and each failed test's log go (default: a temporary dir)
 # Excluded tests, one a line, each with a `# reason`: tests/clients/<client>.exclude
-# (sos: the test's path under tests-sos/test, e.g. `unit/hello  # reason`). An excluded
-# test is not run and counts as skipped.
+# (sos: the test's path under tests-sos/test, e.g. `unit/hello  # reason`; mpich: see below).
+# An excluded test is not run and counts as skipped.
+#
+# mpich: DIR is MPICH's source/build tree (e.g. /opt/src/mpich-4.3.2) where `make testconfig`
+# configured test/mpi against the installed MPICH. Its driver test/mpi/runtests runs the test
+# lists of the directories in MPICH_DIRS (default: attr coll comm datatype group init pt2pt rma;
+# lists: MPICH_TESTLIST, default testlist,testlist.dtp,testlist.collalgo as `make testing`),
+# each test by test/mpi's mpiexec (hydra) with MPITEST_TIMEOUT=TIMEOUT (a list's own
+# timeLimit= wins, as in MPICH) and MPIR_CVAR_NOLOCAL=1 (all ranks talk through the OFI
+# netmod, none through MPICH's shared memory). NPROCS is runtests' -np (entries without a
+# count); an entry asking for more than MPICH_MAXNP ranks (default 4) is skipped (counted as
+# skipped; runtests' own -maxnp would run it with fewer ranks instead). A test's name is
+# runtests' own (its junit name without ./): `DIR/PROG NP [ARG...] [ENV...]`, e.g.
+# `coll/allred 4` or `coll/bcast 4 MPIR_CVAR_BCAST_INTRA_ALGORITHM=binomial`; an exclude line
+# is such a name, or `DIR/PROG` for every entry of that program. Before the suite, a 2-rank
+# MPI program with MPIR_CVAR_DEBUG_SUMMARY=1 checks that MPICH picked the provider asked for
+# (tcp: MPICH gets libfabric's tcp;ofi_rxm). Failed tests' names go to LOGDIR/failed.list;
+# MPICH_ONLY=that file runs only those tests (its directories, unless MPICH_DIRS is set).
 # Last lines: `N passed, N failed` and `N timed out (counted as failed), N skipped (N excluded)`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -118,9 +134,178 @@ EOF
     [ $failed = 0 ]
 }
 
+run_mpich() {
+    local tm=$dir/test/mpi
+    if [ ! -x "$tm/runtests" ] || [ ! -f "$tm/Makefile" ]; then
+        echo "no $tm/runtests or Makefile: run \`make testconfig\` in $dir first" >&2
+        exit 2
+    fi
+    local mpiexec=${MPIEXEC:-$(sed -n 's/^MPIEXEC = //p' "$tm/Makefile")}
+    local mpicc
+    mpicc=$(sed -n 's/^CC = //p' "$tm/Makefile")
+    local maxnp=${MPICH_MAXNP:-4} lists=${MPICH_TESTLIST:-testlist,testlist.dtp,testlist.collalgo}
+    local only=${MPICH_ONLY:-} dirs
+    if [ -n "$only" ]; then
+        only=$(cd "$(dirname "$only")" && pwd)/$(basename "$only")
+        dirs=${MPICH_DIRS:-$(sed -e 's/#.*//' -e 's/^[[:space:]]*//' "$only" |
+            sed -n 's|^\([^/[:space:]]*\)/.*|\1|p' | sort -u | tr '\n' ' ')}
+    else
+        dirs=${MPICH_DIRS:-attr coll comm datatype group init pt2pt rma}
+    fi
+    export MPIR_CVAR_NOLOCAL=1 MPITEST_TIMEOUT=$timeout_s
+
+    # Does MPICH run over the provider asked for? Rank 0 says which it picked.
+    local hello=$logdir/hello-mpi
+    printf '#include <mpi.h>\nint main(int c, char **v) { MPI_Init(&c, &v); MPI_Finalize(); return 0; }\n' \
+        >"$hello.c"
+    "$mpicc" -o "$hello" "$hello.c"
+    MPIEXEC_TIMEOUT=60 MPIR_CVAR_DEBUG_SUMMARY=1 "$mpiexec" -n 2 "$hello" >"$logdir/provider.log" 2>&1 || true
+    local picked
+    picked=$(sed -n 's/^libfabric provider: //p' "$logdir/provider.log" | head -1)
+    echo "MPICH's provider: ${picked:-none} (MPIR_CVAR_DEBUG_SUMMARY=1: $logdir/provider.log)"
+    case ${picked%% *} in
+        "$prov"|"$prov;"*) ;;
+        *) echo "MPICH did not pick $prov" >&2; exit 2 ;;
+    esac
+
+    # runtests reads DIR/LIST for each of its lists in each directory: filtered copies
+    # (LIST.clients) leave out excluded tests and those asking for more than $maxnp ranks.
+    local lists_c
+    lists_c=$(echo "$lists" | sed 's/\([^,]\{1,\}\)/\1.clients/g')
+    : >"$logdir/excluded"; : >"$logdir/toobig"; : >"$logdir/selected"; : >"$logdir/made-lists"
+    trap 'xargs -r rm -f <"'"$logdir"'/made-lists"' EXIT
+    filter_dir() {    # DIR relative to test/mpi
+        local d=$1 l sub
+        for l in ${lists//,/ }; do
+            [ -f "$tm/$d/$l" ] || continue
+            echo "$tm/$d/$l.clients" >>"$logdir/made-lists"
+            awk -v d="$d" -v tm="$tm" -v npdef="$nprocs" -v maxnp="$maxnp" \
+                -v excl="$exclude" -v only="$only" -v ld="$logdir" '
+                BEGIN {
+                    while ((getline e <excl) > 0) { gsub(/[[:space:]]+/, " ", e); x[e] = 1 }
+                    if (only != "") while ((getline e <only) > 0) {
+                        sub(/#.*/, "", e); gsub(/[[:space:]]+/, " ", e)
+                        sub(/^ /, "", e); sub(/ $/, "", e); if (e != "") o[e] = 1 }
+                }
+                { line = $0; sub(/#.*/, ""); sub(/\r$/, ""); sub(/^[[:space:]]+/, "") }
+                /^[[:space:]]*$/ { print line; next }
+                /^!/ { print line; next }
+                {
+                    if (system("test -d \"" tm "/" d "/" $1 "\"") == 0) {
+                        print d "/" $1 >>(ld "/subdirs"); print line; next
+                    }
+                    np = NF >= 2 ? $2 : npdef; a = ""; v = ""
+                    for (i = 3; i <= NF; i++) {
+                        k = substr($i, 1, index($i, "=") - 1); val = substr($i, index($i, "=") + 1)
+                        if (k == "arg") a = a " " val; else if (k == "env") v = v " " val
+                    }
+                    name = d "/" $1 " " np a v
+                    if (only != "" && !((name in o) || ((d "/" $1) in o))) { print "#" line; next }
+                    if ((name in x) || ((d "/" $1) in x)) {
+                        print name >>(ld "/excluded"); print "#" line; next }
+                    if (np + 0 > maxnp + 0) { print name >>(ld "/toobig"); print "#" line; next }
+                    print name >>(ld "/selected"); print line
+                }' "$tm/$d/$l" >"$tm/$d/$l.clients"
+        done
+        if [ -s "$logdir/subdirs" ]; then
+            local subs
+            subs=$(cat "$logdir/subdirs"); rm -f "$logdir/subdirs"
+            for sub in $subs; do filter_dir "$sub"; done
+        fi
+    }
+    local d
+    for d in $dirs; do
+        [ -d "$tm/$d" ] || { echo "no directory $tm/$d" >&2; exit 2; }
+        filter_dir "$d"
+    done
+
+    # runtests' mpiexec: hydra itself kills a test at MPIEXEC_TIMEOUT (runtests sets it per
+    # test); should hydra hang, timeout(1) kills the whole process group a minute later.
+    local wrapper=$logdir/mpiexec.sh
+    cat >"$wrapper" <<EOF
+#!/usr/bin/env bash
+t=\$(( \${MPIEXEC_TIMEOUT:-$timeout_s} + 60 ))
+timeout -k 10 \$t "$mpiexec" "\$@"
+rc=\$?
+if [ \$rc = 124 ] || [ \$rc = 137 ]; then echo "clients.sh: mpiexec killed after \$t s (TIMED OUT)"; fi
+exit \$rc
+EOF
+    chmod +x "$wrapper"
+
+    local log=$logdir/mpich.log tap=$logdir/summary.tap junit=$logdir/summary.junit.xml
+    echo "== mpich test/mpi over $prov: $(echo $dirs) (at most $maxnp ranks; full output: $log)"
+    (cd "$tm" && ./runtests -srcdir=. -tests="$lists_c" -testdirs="$(echo $dirs | tr ' ' ,)" \
+        -mpiexec="$wrapper" -np="$nprocs" -xmlfile="$logdir/summary.xml" \
+        -tapfile="$tap" -junitfile="$junit") >"$log" 2>&1 || true
+    # runtests stops early after too many timeouts (or when killed): say so.
+    grep -E '^Terminating test|^Killed' "$log" || true
+    local unbuilt
+    unbuilt=$(grep -c '^Failed to build' "$log" || true)
+    [ "$unbuilt" = 0 ] || echo "$unbuilt tests failed to build (counted as failed; see $log)"
+
+    # Each result: runtests numbers its tests alike in its TAP (status, output) and junit
+    # (full name) outputs.
+    awk -v junit="$junit" -v ld="$logdir" '
+        function done_test() {
+            if (n == "") return
+            print st "\t" n "\t" name[n] >(ld "/results")
+            if (st == "FAIL" || st == "TIMEOUT") {
+                nm = name[n]; sub(/ .*/, "", nm); f = ld "/failed/" nm "." n ".log"
+                dd = f; sub(/\/[^\/]*$/, "", dd); system("mkdir -p \"" dd "\"")
+                printf "%s\n%s", name[n], out >f; close(f)
+            }
+            n = ""
+        }
+        BEGIN {
+            while ((getline l <junit) > 0) if (l ~ /<testcase classname=/) {
+                sub(/.* name="/, "", l); sub(/".*/, "", l)
+                k = l; sub(/ - .*/, "", k); sub(/^[^-]* - /, "", l); sub(/^\.\//, "", l)
+                gsub(/[[:space:]]+/, " ", l); sub(/ $/, "", l); name[k + 0] = l
+            }
+        }
+        /^(not )?ok [0-9]+ / {
+            done_test()
+            n = ($1 == "not") ? $3 + 0 : $2 + 0; out = ""
+            st = ($1 == "not") ? "FAIL" : (/# SKIP / ? "SKIP" : "PASS")
+            next
+        }
+        /^## / && n != "" {
+            out = out substr($0, 4) "\n"
+            if (/APPLICATION TIMED OUT|clients\.sh: mpiexec killed/) st = "TIMEOUT"
+        }
+        END { done_test() }' "$tap"
+    touch "$logdir/results"
+    cut -f3 "$logdir/results" | sort >"$logdir/seen"
+    # Tests runtests never got to (it stops after too many timeouts) count as failed.
+    sort "$logdir/selected" | comm -23 - "$logdir/seen" | sed 's/^/NOTRUN\t-\t/' >>"$logdir/results"
+
+    awk -F'\t' '$1 == "FAIL" || $1 == "TIMEOUT" { print $1 ": " $3 }' "$logdir/results"
+    local notrun
+    notrun=$(grep -c '^NOTRUN' "$logdir/results" || true)
+    [ "$notrun" = 0 ] || echo "$notrun tests not run (counted as failed; in $logdir/failed.list)"
+    awk -F'\t' '$1 != "PASS" && $1 != "SKIP" { print $3 }' "$logdir/results" >"$logdir/failed.list"
+    awk -F'\t' '$1 == "TIMEOUT" { print $3 }' "$logdir/results" >"$logdir/timeouts"
+    # Per directory: results, then the tests left out here.
+    { awk -F'\t' '{ d = $3; sub(/\/.*/, "", d); print $1 "\t" d }' "$logdir/results"
+      sed 's|/.*||; s/^/SKIP\t/' "$logdir/excluded" "$logdir/toobig"; } |
+        awk -F'\t' '{ c[$2, $1]++; ds[$2] = 1 }
+            END { for (d in ds) printf "%-10s %4d passed, %3d failed (%d timed out), %4d skipped\n", d,
+                      c[d, "PASS"], c[d, "FAIL"] + c[d, "TIMEOUT"] + c[d, "NOTRUN"], c[d, "TIMEOUT"],
+                      c[d, "SKIP"] }' | sort
+    local passed failed timedout skipped excluded
+    passed=$(grep -c '^PASS' "$logdir/results" || true)
+    failed=$(grep -cE '^(FAIL|TIMEOUT|NOTRUN)' "$logdir/results" || true)
+    timedout=$(wc -l <"$logdir/timeouts")
+    excluded=$(wc -l <"$logdir/excluded")
+    skipped=$(( $(grep -c '^SKIP' "$logdir/results" || true) + excluded + $(wc -l <"$logdir/toobig") ))
+    summary "$passed" "$failed" "$timedout" "$skipped" "$excluded"
+    [ "$failed" = 0 ]
+}
+
 case $client in
     sos) run_sos ;;
-    mpich|gasnet|ompi)
+    mpich) run_mpich ;;
+    gasnet|ompi)
         echo "clients.sh: $client: not implemented yet" >&2
         exit 2 ;;
     *) echo "$usage" >&2; exit 2 ;;
