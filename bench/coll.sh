@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # 8-byte allreduce (INT64 SUM): fi_allreduce over cxi vs Open MPI's MPI_Allreduce (pml
 # ob1, btl vader, coll tuned) in the same run, by tests/integration/coll_mpi.c, for 2, 4
 # and 8 processes on this host. Each point is the median of REPEAT runs. With more ranks

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # cxi vs libfabric's tcp;ofi_rxm and udp;ofi_rxd between two hosts, and the plain-UDP
 # floor under all of them, in the same run.
 #

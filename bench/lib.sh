@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Shared by the bench scripts; sourced from the repository root.
 
 # The plugins to measure: those of BUILD=<dir> (its lib/) as they are, or else the

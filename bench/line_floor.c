@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* line_floor: the floor under any ping-pong through shared memory on this host. Two
  * processes, one per CPU, bounce a counter: each waits for the other's value in one
  * cache line and answers in another. What is measured is a cache line crossing between

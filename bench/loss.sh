@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # What packet loss costs: fi_pingpong 8 bytes (latency) and 1 MiB (bandwidth) between two
 # network namespaces, on a clean wire and with LOSS % of the UDP each side receives
 # dropped (nftables), for cxi and libfabric's tcp;ofi_rxm and udp;ofi_rxd in the same run.

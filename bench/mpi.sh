@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Open MPI over cxi (pml cm, mtl ofi) vs Open MPI's own shared memory (pml ob1, btl
 # vader), in the same run, on this host: the ping-pong of bench/mpi_pingpong.c (IMB
 # PingPong's measure: half the round trip) at 8 B, 4 KiB, 64 KiB and 1 MiB. Each point

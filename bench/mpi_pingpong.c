@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* An MPI ping-pong in the manner of IMB PingPong: rank 0 sends, rank 1 sends back, for
  * each size; prints "size usec_one_way MB/s" per size (one-way time is half the round
  * trip, as IMB reports it). Used by bench/mpi.sh to compare transports in one run.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # cxi vs libfabric's own shm provider, in the same run, on this host.
 #
 #   bench/run.sh [--quick]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* sched_floor: the floor under any 8-byte allreduce among N processes on this host, with
  * no transport at all. N processes share one page; in each round every process raises
  * its own counter (its "contribution", one store) and waits until every counter reached

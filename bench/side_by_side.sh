@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Two builds of the plugins side by side: fi_pingpong over cxi, the builds taking turns
 # run by run, within one host and (as root) between two network namespaces. For "no
 # regression beyond noise" claims: build the previous commit elsewhere (git worktree)

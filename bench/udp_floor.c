@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* udp_floor: the floor under any UDP-based transport on a link, measured with plain
  * sockets: a ping-pong of S-byte datagrams, no protocol, no copies but the kernel's.
  *
@@ -140,7 +141,8 @@ static int client(int fd, const char *host, int port, size_t size, long iters, l
     unsigned char *out = calloc(1, size ? size : 1), *in = malloc(MAX_DGRAM);
     double *half = malloc(sizeof(double) * (size_t)iters);
     if (!out || !in || !half) return 1;
-    for (size_t i = sizeof(uint32_t); i < size; i++) out[i] = (unsigned char)i;
+    for (size_t i = sizeof(uint32_t); i < size; i++)
+        out[i] = (unsigned char)i;
     uint32_t seq = 0;
     /* Warm-up, which also waits for the server to be up: resend until answered. */
     int tries = 0;
@@ -165,12 +167,12 @@ static int client(int fd, const char *host, int port, size_t size, long iters, l
         half[i] = rtt / 2;
         sum += half[i];
     }
-    for (int i = 0; i < 3; i++) sendto(fd, out, 0, 0, (struct sockaddr *)&peer, sizeof(peer));
+    for (int i = 0; i < 3; i++)
+        sendto(fd, out, 0, 0, (struct sockaddr *)&peer, sizeof(peer));
     qsort(half, (size_t)iters, sizeof(double), cmp_double);
     double median = iters % 2 ? half[iters / 2] : (half[iters / 2 - 1] + half[iters / 2]) / 2;
     printf("%-5s %-5s %-11s %-8s %s\n", "bytes", "iters", "median_usec", "avg_usec", "min_usec");
-    printf("%-5zu %-5ld %-11.2f %-8.2f %.2f\n", size, iters, median, sum / (double)iters,
-           half[0]);
+    printf("%-5zu %-5ld %-11.2f %-8.2f %.2f\n", size, iters, median, sum / (double)iters, half[0]);
     free(out);
     free(in);
     free(half);
@@ -178,9 +180,10 @@ static int client(int fd, const char *host, int port, size_t size, long iters, l
 }
 
 static void usage(void) {
-    fprintf(stderr,
-            "usage: udp_floor -s [-p port] [-b] [-m]\n"
-            "       udp_floor [-p port] [-S size] [-I iters] [-w warmup] [-b] [-m] <server ipv4>\n");
+    fprintf(
+        stderr,
+        "usage: udp_floor -s [-p port] [-b] [-m]\n"
+        "       udp_floor [-p port] [-S size] [-I iters] [-w warmup] [-b] [-m] <server ipv4>\n");
     exit(1);
 }
 
@@ -189,14 +192,29 @@ int main(int argc, char **argv) {
     long size = 8, iters = 10000, warmup = 100;
     while ((opt = getopt(argc, argv, "sp:S:I:w:bmh")) != -1) {
         switch (opt) {
-        case 's': is_server = 1; break;
-        case 'p': port = atoi(optarg); break;
-        case 'S': size = atol(optarg); break;
-        case 'I': iters = atol(optarg); break;
-        case 'w': warmup = atol(optarg); break;
-        case 'b': blocking = 1; break;
-        case 'm': mmsg = 1; break;
-        default: usage();
+            case 's':
+                is_server = 1;
+                break;
+            case 'p':
+                port = atoi(optarg);
+                break;
+            case 'S':
+                size = atol(optarg);
+                break;
+            case 'I':
+                iters = atol(optarg);
+                break;
+            case 'w':
+                warmup = atol(optarg);
+                break;
+            case 'b':
+                blocking = 1;
+                break;
+            case 'm':
+                mmsg = 1;
+                break;
+            default:
+                usage();
         }
     }
     if (port <= 0 || port > 65535 || size < 1 || size > MAX_DGRAM || iters < 1 || warmup < 0)

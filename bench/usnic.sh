@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # usnic against libfabric's own software providers between two hosts, in the same run:
 # DGRAM vs udp, RDM vs udp;ofi_rxd, MSG vs tcp (all through fi_pingpong).
 #

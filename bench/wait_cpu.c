@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* How much CPU a blocked reader burns: one process opens an RDM endpoint of the named
  * provider with a CQ of the named wait object and blocks on it for SECONDS while
  * nothing arrives, in one of two ways:

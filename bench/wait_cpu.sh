@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # CPU used by a reader blocked on an idle CQ (bench/wait_cpu.c), cxi against
 # libfabric's tcp;ofi_rxm in the same run: fi_cq_sread, and fi_trywait + poll() on the
 # FI_GETWAIT descriptor; cxi's FI_WAIT_NONE (polling) as the spinning baseline.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /*
  * cassini_cntr_defs.h - names of the Cassini telemetry counters that softnic's
  * software NIC keeps, for fi_cxi_dom_ops->cntr_read().

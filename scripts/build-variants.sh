@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # The shipped code (both plugins, libcxi, the tools) must build warning-free as a
 # Release (-O3) build, warnings as errors, in build-release/. The clang build is the
 # fuzzers' (scripts/fuzz.sh: the same targets, clang, -Werror). The tests are built and

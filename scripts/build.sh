@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Configure and build softnic into ./build (plugins land in build/lib).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Runs an upstream client's own test suite, unchanged, over softnic's cxi (or a provider to
 # compare with) on this host, and prints a summary.
 #
-#   scripts/clients.sh CLIENT DIR [provider]      (CLIENT: sos mpich gasnet ompi)
+#   scripts/clients.sh CLIENT DIR [provider]      (CLIENT: sos mpich ompi; gasnet by hand)
 #
 # DIR is the client's configured and built tree, as tests/clients/README.md builds it
 # (sos: the SOS source/build tree, e.g. /opt/src/sos-1.5.3, tests already built with
@@ -302,11 +303,64 @@ EOF
     [ "$failed" = 0 ]
 }
 
+# Open MPI (DIR: its install prefix, e.g. /opt/ompi5) has no test suite of its own in its
+# release: the project's MPI checks (tests/integration/mpi_check.c, data checked) and Open
+# MPI's own examples/connectivity_c.c, built with DIR's mpicc. Within the host: the ofi MTL
+# over the provider, 2 ranks (mpi_check) and 4 (connectivity); across two network
+# namespaces (root only): the ofi MTL, and the usnic BTL over softnic's usnic when DIR's
+# Open MPI has it (configure --with-usnic). Each check is one test.
+run_ompi() {
+    local mpicc=$dir/bin/mpicc mpirun=$dir/bin/mpirun src
+    [ -x "$mpicc" ] && [ -x "$mpirun" ] || { echo "no $mpicc or $mpirun" >&2; exit 2; }
+    export PATH=$dir/bin:$PATH
+    "$mpicc" -O2 -I"$root/tests/integration" -o "$logdir/mpi_check" "$root/tests/integration/mpi_check.c"
+    src=$(find "$dir" "$(dirname "$dir")" -maxdepth 4 -path '*examples/connectivity_c.c' 2>/dev/null | head -1)
+    [ -n "$src" ] || src=${OMPI_EXAMPLES:-}/connectivity_c.c
+    [ -f "$src" ] && "$mpicc" -o "$logdir/connectivity" "$src"
+    local passed=0 failed=0 skipped=0 name
+    one() {  # NAME COMMAND...: pass when COMMAND exits 0 (77: skipped)
+        name=$1; shift
+        if timeout -k 10 "$timeout_s" "$@" >"$logdir/$name.log" 2>&1; then
+            passed=$((passed + 1)); echo "PASS: $name"
+        elif [ $? = 77 ]; then
+            skipped=$((skipped + 1)); echo "SKIP: $name"
+        else
+            failed=$((failed + 1)); echo "FAIL: $name (log: $logdir/$name.log)"
+        fi
+    }
+    local mtl=(--allow-run-as-root --oversubscribe --mca pml cm --mca mtl ofi
+               --mca mtl_ofi_provider_include "$prov" --mca btl self -x FI_PROVIDER_PATH)
+    echo "== Open MPI $("$dir/bin/ompi_info" --parsable | sed -n 's/^ompi:version:full://p') over $prov"
+    one host-mpi_check-2 "$mpirun" -np 2 "${mtl[@]}" "$logdir/mpi_check"
+    if [ -x "$logdir/connectivity" ]; then
+        one host-connectivity-4 "$mpirun" -np 4 "${mtl[@]}" "$logdir/connectivity"
+    else
+        skipped=$((skipped + 1)); echo "SKIP: host-connectivity-4 (no examples/connectivity_c.c; set OMPI_EXAMPLES)"
+    fi
+    if [ "$(id -u)" = 0 ]; then
+        local modes=$prov
+        [ "$prov" = cxi ] || modes=tcp
+        "$dir/bin/ompi_info" | grep -q 'MCA btl: usnic' && modes="$modes usnic"
+        for m in $modes; do
+            # The usnic BTL asks libfabric for usnic: FI_PROVIDER must let it.
+            local fp=$prov
+            [ "$m" = usnic ] && fp=usnic
+            MPI_CHECK=$logdir/mpi_check NETNS_MPI=$m MPI_TIMEOUT=$timeout_s FI_PROVIDER=$fp \
+                one "netns-$m" "$root/tests/integration/test_netns_mpi.sh"
+        done
+    else
+        skipped=$((skipped + 1)); echo "SKIP: netns runs (need root)"
+    fi
+    summary $passed $failed 0 $skipped 0
+    [ $failed = 0 ]
+}
+
 case $client in
     sos) run_sos ;;
     mpich) run_mpich ;;
-    gasnet|ompi)
-        echo "clients.sh: $client: not implemented yet" >&2
+    ompi) run_ompi ;;
+    gasnet)
+        echo "clients.sh: gasnet: not implemented yet (tests/clients/README.md runs it by hand)" >&2
         exit 2 ;;
     *) echo "$usage" >&2; exit 2 ;;
 esac

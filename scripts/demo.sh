@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # The demonstration: set up, build, then move real traffic over the cxi provider with
 # the stock libfabric tools and Open MPI, and over the usnic provider with fi_pingpong.
 set -euo pipefail

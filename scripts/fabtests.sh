@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Runs upstream fabtests' own driver (runfabtests.sh) against softnic's providers on
 # this host, server and client on loopback, and prints each provider's summary.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Builds the libFuzzer harnesses (tests/fuzz: clang, ASan + UBSan, the plugins
 # instrumented too) in build-fuzz/ and runs each for FUZZ_SECONDS (60) from its seed
 # corpus. A crash, leak, sanitizer report or hang fails the run; the input that did it

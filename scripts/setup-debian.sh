@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Install what softnic needs on a fresh Debian 12 machine (run as root).
 set -euo pipefail
 packages=(

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # The suite once more with AddressSanitizer, UndefinedBehaviorSanitizer and
 # LeakSanitizer: plugins, tools and tests built with them in build-san/, every test
 # whose processes are ours run with any report fatal. The integration tests that drive

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Set up a fresh Debian 12 machine, build, and run every test suite: the build variants,
 # the suite once more under ASan/UBSan/LSan, the fuzzers for a bounded time, then the
 # main suite (docs/RELIABILITY.md says what each part covers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" = 0 ]; then scripts/setup-debian.sh; fi
+# Formatting (.clang-format) and the SPDX line of every source: a second, no more.
+scripts/check-format.sh
 scripts/build.sh
 # The shipped code also builds warning-free as Release (and with clang: the fuzz build).
 scripts/build-variants.sh

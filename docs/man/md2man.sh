@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # md2man.sh SRC.md OUT TITLE: roff from a page of this folder. The pages open with a
 # YAML block (for other renderers); go-md2man wants a "% title" line instead.
 set -eu

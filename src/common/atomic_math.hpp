@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The arithmetic of libfabric atomics, on one element: what fi_atomic & co do to the
 // target's memory. Providers decide which (op, datatype) pairs they offer; this file
 // only knows how to compute them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Address vector shared by both providers: FI_AV_TABLE and FI_AV_MAP use the same
 // index-based table (fi_addr_t is opaque to the application), lookups by index are
 // lock-free and reverse lookups (address -> fi_addr, for FI_SOURCE) are O(1).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // FI_AV_AUTH_KEY: the AV's table of authorization keys (fi_av_insert_auth_key), the
 // handles that name them, and the user ids (fi_av_set_user_id) of keys and addresses.
 #include <cstring>

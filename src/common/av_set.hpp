@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // AV sets (fi_av_set(3)): ordered subsets of an AV's addresses, the membership of a
 // collective group. The order is the members' ranks: the order in which they entered.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The monotonic clock every timer of the providers and transports reads.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Counters: success and error counts, add/set, wait with progress.
 #pragma once
 

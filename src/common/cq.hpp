@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Completion queue: every fi_cq_format, an error queue, fi_cq_readfrom, sread.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Blocking calls (fi_cq_sread, fi_eq_sread, fi_cntr_wait) poll with progress until a
 // result or the timeout; negative timeouts wait forever.
 #pragma once

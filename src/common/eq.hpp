@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Event queue: control-path events (and fi_eq_write from the application). A
 // provider's rules that differ (capacity, FI_WRITE gating, codes) come in EqRules;
 // FI_WAIT_FD gives an eventfd that is readable exactly while something is queued.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The one place that knows which libfabric API the plugins are built for. The build
 // takes whichever libfabric pkg-config finds (Debian's 1.17, or a 2.x); everything that
 // differs between the two APIs is named here, so the providers read the same either way.

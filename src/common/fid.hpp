@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Glue between libfabric's C fid objects and our C++ objects.
 //
 // Every object embeds a Handle whose first member is the libfabric fid struct the

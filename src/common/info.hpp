@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // fi_getinfo hints matching shared by the providers: each provider builds the infos it
 // can offer, and these checks decide which of them satisfy the application's hints.
 #pragma once

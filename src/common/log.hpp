@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Logging through libfabric's fi_log, attributed to the provider that loaded us.
 #pragma once
 

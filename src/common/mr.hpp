@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Memory registration: keys (client or provider chosen), FI_MR_ENDPOINT binding and
 // enabling, and the per-domain key table that RMA targets look keys up in.
 #pragma once

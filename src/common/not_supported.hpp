@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Operation-table entries for calls an object or a provider does not offer: each logs
 // that it was called and returns -FI_ENOSYS (upstream leaves some of these NULL, and the
 // caller crashes). One helper for both providers:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Provider parameters, declared and read through libfabric's fi_param_* API so that
 // `fi_info -e` lists them and FI_<PROV>_<NAME> environment variables set them.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 #include "common/poll_set.hpp"
 
 #include <algorithm>

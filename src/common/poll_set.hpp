@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Poll sets (fi_poll_open), shared by both providers: a list of CQs (and, where the
 // provider has them, counters); fi_poll progresses each member and reports the
 // contexts of the CQs holding completions and of the counters that changed since the

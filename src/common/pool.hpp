@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // A growable free list of records with stable addresses: after warm-up, taking and
 // giving back a record allocates nothing.
 #pragma once

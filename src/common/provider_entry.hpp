@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // A plugin's entry point, the same for both providers: libfabric dlopen()s the plugin,
 // calls fi_prov_ini and gets a provider whose getinfo runs guarded (no exception
 // crosses into C) and whose parameters were defined and read before any call.

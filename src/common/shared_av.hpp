@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // FI_SHARED_AV: a named AV's table in POSIX shared memory. The process that creates the
 // AV publishes every insert and remove; processes that open the name with FI_READ see
 // the same fi_addr_t values.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The wait object behind FI_WAIT_FD, FI_WAIT_POLLFD and FI_WAIT_UNSPEC on CQs and
 // counters: an eventfd that producers ring only after a waiter armed it (fi_trywait, or
 // a blocking read about to sleep), so the completion path pays one relaxed load.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Wait sets (fi_wait_open): CQs and counters opened with FI_WAIT_SET and the set in
 // attr->wait_set join it; fi_wait sleeps until one of them has something (each member
 // keeps its own WaitFd, which the set's epoll descriptor watches). The set's wait

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Who may use a service, and which service a process gets when it names none.
 #include <sys/stat.h>
 #include <unistd.h>

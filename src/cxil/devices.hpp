@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Soft NICs: cxiN devices, each bound to one IPv4 interface address.
 #pragma once
 

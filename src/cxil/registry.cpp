@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The on-disk registry of one device's services. The file is trusted no more than
 // anything else: a damaged one is reported, never half used.
 #include <fcntl.h>

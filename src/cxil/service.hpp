@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // CXI services: who may use a soft NIC, on which VNIs and traffic classes, and how
 // much of it. One registry per device, kept in a directory only root may change.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The rules of the service calls, as the Cassini driver applies them.
 #include <unistd.h>
 

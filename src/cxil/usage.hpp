@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // What each service has in use on a device, summed over the live processes of the host.
 //
 // A table in the registry's directory (`<device>.usage`, mapped shared) holds one slot

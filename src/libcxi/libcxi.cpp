@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The libCXI C API over softnic's devices and service registry (src/cxil).
 #include <libcxi/libcxi.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The offload helper: what the NIC does without the host CPU (acknowledgements,
 // retransmissions, serving rendezvous reads) must happen even while the application
 // is not calling into libfabric. One thread per process watches every registered
@@ -6,6 +7,7 @@
 // never touches the data path, so it costs the latency path nothing.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 namespace softnic::transport {
@@ -18,12 +20,24 @@ class OffloadClient {
     // Whether the helper must watch that descriptor even while the application calls
     // in (its own progress does not poll it when traffic has been quiet).
     virtual bool offload_watch() = 0;
-    // Bumped by every application call that progresses this client.
-    virtual uint64_t app_calls() = 0;
+    // How many application calls progressed this client: the helper leaves alone a
+    // client whose count keeps moving.
+    uint64_t app_calls() const { return app_calls_.load(std::memory_order_relaxed); }
     // Outstanding work that must not wait for the application (timers, transfers).
     virtual bool offload_wanted() = 0;
     // Progress once if nobody else is; false when the client was busy.
     virtual bool offload_progress(bool readable) = 0;
+
+  protected:
+    // Every progress call the application makes counts itself here first. One writer at
+    // a time is not guaranteed (several application threads), but a lost increment only
+    // delays the helper by a tick: a plain load and store, no locked instruction.
+    void note_app_call() {
+        app_calls_.store(app_calls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
+
+  private:
+    std::atomic<uint64_t> app_calls_{0};
 };
 
 // Register / unregister. unregister() returns only once the helper is no longer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Ports and the per-peer table: how a protocol reaches its peers without choosing a
 // transport. A local endpoint opens a PortSet, one receive port on every transport
 // that transports() lists, in order of preference. A peer is reached through the first

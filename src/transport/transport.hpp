@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The Transport interface: moving packets between endpoints.
 //
 // A transport carries packets (a protocol header plus payload, at most max_packet()

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // usnic addresses: struct sockaddr_in (FI_SOCKADDR_IN / FI_SOCKADDR), or the string
 // "fi_sockaddr_in://a.b.c.d:port" (FI_ADDR_STR).
 #pragma once

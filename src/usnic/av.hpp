@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // usnic address vector: FI_AV_MAP only, over the shared AV table (src/common) keyed
 // by IPv4 address and UDP port; synchronous and FI_EVENT inserts; the get_distance
 // extension.

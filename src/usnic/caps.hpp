@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // What the usnic provider offers (fi_usnic(7), upstream's values).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // usnic completion queue: the shared CQ (src/common) behind usnic's rules, plus the
 // FD wait object: an epoll descriptor over the bound endpoints' sockets and an eventfd
 // that completions made off the application's thread ring once fi_trywait armed it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // usNIC devices: each up Linux interface with an IPv4 address stands for one usnic_N
 // device, read from the kernel over netlink (libnl-route-3).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // DGRAM endpoint: plain UDP on one socket, so real usNIC peers and ordinary UDP
 // programs can talk to it. Sends leave at once; receives are posted buffers that the
 // socket fills in posting order when the application progresses.

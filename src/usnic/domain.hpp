@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The usnic domain: one device's resources (AVs, CQs, endpoints, registrations).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // usnic endpoints: what DGRAM, MSG and RDM share (bindings and their rules, enable,
 // names, the fi_msg entry points' checks). The data paths are dgram_ep.* and rudp_ep.*.
 #pragma once

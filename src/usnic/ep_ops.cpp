@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The fi_msg entry points: argument checks shared by every endpoint type, then the
 // endpoint's data path. RMA, tagged and atomic calls are refused (-FI_ENOSYS).
 #include <rdma/fi_atomic.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The usnic fabric: one device; its extension ops (getinfo v1/v2), EQs, passive
 // endpoints, fi_trywait; the control thread for connection management.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // fi_getinfo for usnic: one DGRAM, one MSG and one RDM info per device, filtered by
 // the hints with upstream's rules and codes.
 #pragma once

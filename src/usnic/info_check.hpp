@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The hint rules of fi_usnic: which hints an offer satisfies, and how the offer is
 // narrowed to them. -FI_ENODATA means "not this offer"; other codes end the call.
 #pragma once

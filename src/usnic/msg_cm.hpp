@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // MSG connection management over TCP (one short-lived exchange, then the TCP
 // connection stays open only to tell each side when the other shuts down):
 // the client sends a request, the passive side raises FI_CONNREQ, the new endpoint

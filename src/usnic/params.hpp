@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // usnic's own variables (upstream reads none; these are softnic's):
 // FI_USNIC_IFACES picks the interfaces, FI_USNIC_FAULTS injects faults on MSG/RDM.
 #pragma once

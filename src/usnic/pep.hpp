@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Passive endpoint: a TCP listener on the device's address that turns connection
 // requests into FI_CONNREQ events (msg_cm.hpp has the exchange).
 #pragma once

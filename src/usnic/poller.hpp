@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The fabric's control thread: control progress is automatic in usnic (connection
 // management, as upstream's per-fabric progress thread). Sockets register a callback
 // that runs on this thread when they become ready.

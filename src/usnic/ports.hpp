@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Source ports named as fi_getinfo's service with FI_SOURCE are preferences, not
 // demands: on one host the client of an out-of-band address exchange (fabtests' -E,
 // runfabtests.sh -b) asks for the same port as its server, and its address travels out

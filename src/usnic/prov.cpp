@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Plugin entry point: libfabric dlopen()s libusnic-fi.so and calls fi_prov_ini.
 #include "common/provider_entry.hpp"
 #include "usnic/caps.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Network distance of a destination from a device, asked of the kernel's routing
 // table (what the VIC's get_distance extension reports).
 #pragma once

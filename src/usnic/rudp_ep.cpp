@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 #include "usnic/rudp_ep.hpp"
 
 #include <arpa/inet.h>
@@ -313,7 +314,7 @@ void RudpEp::complete_rx(Reasm &r, Link &from) {
 }
 
 void RudpEp::progress() {
-    app_calls_.store(app_calls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    note_app_call();
     if (!lock_.try_lock()) return;  // someone else is progressing this endpoint
     progress_locked();
     lock_.unlock();

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // MSG and RDM endpoints: messages cut into packets of the shared reliable UDP layer
 // (one socket per endpoint, one reliable channel per peer). A message waits in the
 // channel until a receive is posted, so nothing is lost for want of one; a send
@@ -40,7 +41,6 @@ class RudpEp final : public Endpoint,
     // OffloadClient
     int offload_fd() override { return udp_ ? udp_->fd() : -1; }
     bool offload_watch() override { return false; }
-    uint64_t app_calls() override { return app_calls_.load(std::memory_order_relaxed); }
     bool offload_wanted() override { return work_.load(std::memory_order_relaxed); }
     bool offload_progress(bool readable) override;
 
@@ -114,7 +114,6 @@ class RudpEp final : public Endpoint,
     std::unique_ptr<ConnReq> connreq_;
     sockaddr_in cm_name_{}, adopted_name_{};
     bool has_cm_name_ = false, adopted_ = false;
-    std::atomic<uint64_t> app_calls_{0};
     std::atomic<bool> work_{false};
     bool offloaded_ = false;
     uint64_t malformed_ = 0;

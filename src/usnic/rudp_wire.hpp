@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The MSG/RDM message header, carried in each packet of the shared reliable UDP layer
 // (src/transport/udp), which numbers, acknowledges, retransmits and orders them.
 // Little-endian; everything in it is checked on arrival.

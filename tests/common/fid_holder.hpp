@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // RAII holder for any libfabric object with an embedded `struct fid fid`, shared by the
 // cxi and usnic suites. `Report` says how a suite reports a failed close in the
 // destructor (its own assertion style).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Walks a provider's operation tables. libfabric's inline wrappers (fi_barrier,
 // fi_tsend, fi_cq_read...) call through them without looking, so every member within a
 // table's `size` must be a function: a NULL one is a crash in the application. Shared by

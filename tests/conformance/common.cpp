@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 #include "common.hpp"
 
 #include <rdma/fi_collective.h>
@@ -49,12 +50,6 @@ void fail(const std::string &msg, const Loc &loc) {
 
 void report(const std::string &msg, const char *file, int line) {
     g_handler(msg, file, line, false);
-}
-
-std::string rc_str(long rc) {
-    std::ostringstream os;
-    os << rc << " (" << fi_strerror(static_cast<int>(rc < 0 ? -rc : rc)) << ")";
-    return os.str();
 }
 
 long check_rc(long rc, const char *expr, const char *file, int line) {

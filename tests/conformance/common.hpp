@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Shared, gtest-free helpers for the cxi conformance suite and its peer
 // program: RAII fid wrappers, endpoint bundles, CQ stashing with global
 // progress, deadline-bounded waits, payload patterns and CXI address helpers.
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "fid_holder.hpp"
+#include "rc.hpp"
 
 namespace cxit {
 
@@ -57,7 +59,7 @@ using Loc = std::source_location;
 [[noreturn]] void fail(const std::string &msg, const char *file, int line);
 [[noreturn]] void fail(const std::string &msg, const Loc &loc);
 void report(const std::string &msg, const char *file, int line);  // non-fatal
-std::string rc_str(long rc);                                      // "-22 (Invalid argument)"
+using softnic_test::rc_str;                                       // tests/common/rc.hpp
 long check_rc(long rc, const char *expr, const char *file, int line);
 
 #define CXIT_CHECK(expr) ::cxit::check_rc((expr), #expr, __FILE__, __LINE__)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // gtest fixtures for the cxi conformance suite.
 //
 //  * CxiTest: one fabric per test, domains opened on demand, endpoints built
@@ -14,19 +15,9 @@
 #include <string>
 
 #include "common.hpp"
+#include "rc_assert.hpp"  // EXPECT_RC, ASSERT_RC
 
 namespace cxit {
-
-// Predicate-formatter for libfabric return codes: prints both codes with
-// fi_strerror text. Use through EXPECT_RC / ASSERT_RC (which accept <<).
-template <typename E, typename A>
-::testing::AssertionResult rc_eq(const char *expected_text, const char *actual_text, E expected,
-                                 A actual) {
-    const long e = static_cast<long>(expected), a = static_cast<long>(actual);
-    if (e == a) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure() << actual_text << " returned " << rc_str(a)
-                                         << ", expected " << expected_text << " = " << rc_str(e);
-}
 
 // Thrown (after the gtest failure was recorded) to abort the current test.
 struct TestAbort : std::runtime_error {
@@ -98,11 +89,6 @@ class TransportTest : public CxiTest, public ::testing::WithParamInterface<Trans
 void guarded(const std::function<void()> &fn);
 
 }  // namespace cxit
-
-#define EXPECT_RC(expected, expr) EXPECT_PRED_FORMAT2(::cxit::rc_eq, expected, expr)
-#define ASSERT_RC(expected, expr) ASSERT_PRED_FORMAT2(::cxit::rc_eq, expected, expr)
-#define EXPECT_OK(expr) EXPECT_RC(0, expr)
-#define ASSERT_OK(expr) ASSERT_RC(0, expr)
 
 // The one place listing the transports: the peer endpoint on the same soft NIC (shared
 // memory) or on the other one (cxi1, another IPv4 address: UDP).

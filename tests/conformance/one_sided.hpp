@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The fixture of the one-sided suites (RMA, atomics): a pair of endpoints, a target
 // buffer on endpoint b exposed through an MR, and helpers for error completions.
 // Endpoint a (cxi0) is the initiator; b lives on the transport's peer domain.

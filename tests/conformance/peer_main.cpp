@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // cxi_peer: the other process of the cross-process conformance tests.
 //
 //   cxi_peer <socket-fd> <mode> <domain> [mode args...]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Process helpers shared by the multi-process tests and the cxi_peer program:
 // length-prefixed messages over a socketpair (waiting while driving libfabric
 // progress), and spawning/reaping the peer with fork + execve.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Atomics (spec §6.4): the op x datatype table as fi_query_atomic and the valid calls
 // report it, the arithmetic of every op family on the target's memory, the call forms
 // (plain, ioc, msg, inject), completions and counters, the flag and argument rules

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Authorization keys, VNIs and CXI services (spec §3): the rules for keys in hints,
 // domains and endpoints; the default key from the SLINGSHOT_* variables and the
 // service scan; VNI isolation over both transports; the limits of a service; and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Address vectors (spec §9 "Address vector", §2.1 straddr): TABLE and MAP,
 // insert/lookup/remove, index reuse, growth, insertsvc, straddr, errors.
 // Named shared AVs are exercised across processes in test_multiproc.cpp.

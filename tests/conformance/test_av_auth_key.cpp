@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // FI_AV_AUTH_KEY (libfabric 1.20 and later; spec §3.4): a domain whose endpoints take
 // their authorization keys from the AV. The getinfo rules for such hints and for more
 // than one key per endpoint, fi_av_insert_auth_key / lookup / remove and FI_AUTH_KEY

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Counters (spec §7.1-§7.3, §8.3): open attributes, add/set/read/readerr limits,
 // fi_cntr_wait, send/recv completion and error counting, and the cxi_counter_ops
 // extension (writeback word, doorbell window) with the header's inline helpers.

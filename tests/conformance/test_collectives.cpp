@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // fi_collective(3) as fi_cxi(7) offers it: AV sets, fi_join_collective (FI_JOIN_COMPLETE
 // on the EQ), barrier, broadcast, reduce and allreduce of up to 32 bytes, the op x
 // datatype table, reduction errors, and a member that goes away. Two members, one on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Operation flags that change when and whether completions appear:
 // FI_MORE batching (spec §5.9), selective completion (§5.5),
 // FI_MATCH_COMPLETE / FI_DELIVERY_COMPLETE / FI_INJECT_COMPLETE /

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Completion queues (spec §9 "Completion queue", §5.5): attributes, every
 // entry format with fi_cq_read/fi_cq_readfrom, the error queue.
 #include <cstring>

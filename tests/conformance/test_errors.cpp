@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Error returns of spec §11 that are in scope for this round, one test per
 // situation. (AV, CQ, counter and MR argument errors are next to their
 // objects in test_av/cq/cntr/mr.cpp; SEP ones in test_sep.cpp.)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Two endpoints that flood each other with one-sided requests (MPICH's rma/test5: each
 // rank issues 2,000 one-int MPI_Get to the other) at the default sizes, each posting far
 // more than its transmit queue holds. Every request completes, with the right value: an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // fi_cxi(7) "Fork": on the hardware, a child forked while registered buffers are pinned
 // can break the parent's transfers (copy-on-write gives the parent new pages behind the
 // NIC's back) unless CXI_FORK_SAFE / CXI_FORK_SAFE_HP keep those buffers out of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // fi_getinfo: number/order of infos, advertised attributes (spec §1), hints
 // handling, capability trimming, node/service/FI_SOURCE parsing (§2.3).
 //

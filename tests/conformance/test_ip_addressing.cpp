@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // softnic's IP addressing for cxi (fi_cxi(7) "ADDRESSING BY IP"): a soft NIC is bound to
 // an IPv4 address, so fi_getinfo and fi_av_insertsvc accept that address or a host name
 // as node, and a port-like service (511..65535) as PID 256 + port % 255, so that a client

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Memory registration with FI_MR_ENDPOINT (spec §6.1; RMA itself: test_rma.cpp):
 // register, bind to an enabled endpoint, enable, key rules for provider keys and
 // client keys, close ordering.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Untagged messaging (spec §5.1-5.6): every send/recv API, completion entry
 // fields, eager and rendezvous sizes (expected and unexpected), truncation,
 // ordering, FI_SOURCE / FI_SOURCE_ERR, FI_DIRECTED_RECV, FI_SYMMETRIC.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // FI_MULTI_RECV (spec §5.7): one posted buffer absorbs many messages packed
 // back to back; each message has its own completion pointing into the
 // buffer; exactly one completion (the last) carries FI_MULTI_RECV; the buffer

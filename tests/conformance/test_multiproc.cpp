@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Cross-process tests with the cxi_peer program (fork + execve, addresses
 // exchanged over a socketpair): pingpong over every size, unexpected
 // messages, a named shared AV opened FI_READ by the peer (fi_av(3)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Object lifecycle and rules (spec §9): fabric/domain/endpoint open and
 // close, binds, enable, fi_getname, fi_control (ops flags, alias), options,
 // threading models. Error returns of the same calls are in test_errors.cpp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Every operation table of every cxi object is complete (issue: fi_barrier on a cxi
 // endpoint used to crash on a NULL collective table). Calls the object does not offer
 // reach a function that returns an error; the calls below check a few of them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Provider parameters as `fi_info -p cxi -e` shows them: every FI_CXI_*
 // variable named by fi_cxi(7) (the seed) is defined through fi_param_define
 // and therefore listed by fi_getparams() with a help text (spec §4.1).

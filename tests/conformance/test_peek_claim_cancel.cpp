@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // FI_PEEK / FI_CLAIM / FI_DISCARD on tagged receives and fi_cancel (spec §5.8).
 #include <cstring>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // One-sided RMA (spec §6.2): write/read in every API form and size, offsets into the
 // MR, inject writes, the target-side failures (unknown key, out of bounds, missing
 // access) as FI_EIO error completions at the initiator, argument checks, and a target

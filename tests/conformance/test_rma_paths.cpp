@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // How one-sided operations travel, and the promises that hold either way: within a host
 // writes and reads are a single copy between the address spaces (counted by softnic's
 // counter 2526), between hosts they are packets; targets that count remote events are

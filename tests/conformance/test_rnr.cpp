@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The receiver-not-ready protocol (FI_PROTO_CXI_RNR, spec §5.10): offered only when
 // asked for, 40-bit tags and no inject; a message that finds no receive is refused and
 // sent again until one is posted, or fails with FI_EIO / C_RC_ENTRY_NOT_FOUND when the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Scalable endpoints with the seed's semantics (fi_cxi(7) "Scalable
 // Endpoints", spec §2.4 [seed]): one PID per TX/RX context pair starting at
 // the base PID; fi_rx_addr(addr, i, rx_ctx_bits) targets RX context i.

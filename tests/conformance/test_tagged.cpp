@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Tagged messaging (spec §5.4, §5.5): APIs and completion fields, tag and
 // ignore-mask matching over 48 bits, posted-order and arrival-order
 // matching, tagged/untagged separation, rendezvous, FI_DIRECTED_RECV.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Thread safety (seed: "Data transfer and control interfaces are always
 // considered thread-safe"): concurrent senders on one endpoint, concurrent
 // readers of one CQ, concurrent object creation, AV inserts, counter adds,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Triggered operations (spec §7.4, upstream deferred_work.c): fi_control(domain,
 // FI_QUEUE_WORK) holds each kind of operation until its counter reaches the threshold,
 // FI_CXI_CNTR_WB writes the trigger back one event later, FI_FLUSH_WORK drops what has

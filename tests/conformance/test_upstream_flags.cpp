@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The flags each *msg call takes, as upstream prov/cxi's code (v2.6.0) takes them: one
 // flag at a time, accepted (the operation is carried out) or refused with upstream's
 // code. Where fi_cxi(7) and upstream's code differ, the code is what clients meet.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Wait objects (beyond the seed page, which has none; as upstream cxi now has them):
 // FI_WAIT_FD and FI_WAIT_POLLFD on CQs and counters, FI_WAIT_FD on EQs, FI_GETWAIT,
 // fi_trywait, fi_cq_sread / fi_cntr_wait that sleep until the peer's message arrives,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Remote CQ data (spec §6.2, upstream writedata.c): fi_writedata / fi_inject_writedata
 // and fi_writemsg(FI_REMOTE_CQ_DATA) report the write on the target's receive CQ with
 // the MR's context, address, length and the data. A soft NIC offers it by default with

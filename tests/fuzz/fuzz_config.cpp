@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Configuration that arrives as text or bytes from outside the process: FI_CXI_FAULTS
 // specs, FI_CXI_SOFT_NICS and FI_CXI_DEVICE_NAME lists, the CXI service registry file
 // (written by whoever controls its directory) and cxi_service's YAML descriptions. The

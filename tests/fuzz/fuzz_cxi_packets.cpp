@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Bytes another process or host controls, thrown at a cxi endpoint. The first input byte
 // picks the path: 0, a record in the endpoint's shared-memory receive ring; 1, a UDP
 // datagram to its port, through the reliability layer; 2, scribbles on the ring segment

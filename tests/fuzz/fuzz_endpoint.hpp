@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // What the network-facing harnesses share: one endpoint opened through the real
 // libfabric (the plugins of this build, instrumented), a way to drive its progress, and
 // a UDP socket to throw bytes at it from outside.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Strings an application or a launcher hands the providers: fi_getinfo's node and
 // service (with and without FI_SOURCE), and for cxi the SLINGSHOT_DEVICES,
 // SLINGSHOT_SVC_IDS and SLINGSHOT_VNIS values behind the default authorization key.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // A memory window (src/transport/shm/window.hpp) as a hostile owner could leave it: the
 // table of regions, the counters and the board live in shared memory that every peer
 // maps, so a peer must survive any bytes there. Each input: pairs of a 16-bit offset and

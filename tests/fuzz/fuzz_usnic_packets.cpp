@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Datagrams from anywhere on the network, thrown at usnic endpoints: the first input
 // byte picks the target (even: a DGRAM endpoint, whose receives see the raw datagram
 // behind the 16-byte prefix; odd: an RDM endpoint, whose reliable layer parses its own

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* cxi collectives between processes: MPI starts the ranks and trades their cxi addresses;
  * everything else is libfabric. Every rank opens a cxi endpoint, inserts every rank's
  * address in rank order, makes an AV set of them and joins it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* exit_while_polling <provider> [rdm|dgram]: opens an endpoint, lets two threads poll
  * its CQ and calls exit(0) from the main thread, as an application does when an RPC
  * tells it to quit (Mercury's kill test). libfabric's exit-time destructor closes the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Shared helpers for the integration tests (sourced).
 set -u -o pipefail
 fail() { echo "FAIL: $*" >&2; exit 1; }

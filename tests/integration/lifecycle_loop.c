@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* lifecycle_loop <provider> <iterations>: opens and closes everything an application
  * uses (fabric, domain, CQ, AV, endpoint, MR) over and over in one process, sending one
  * message per iteration on each path (cxi: to itself within its NIC over shared memory,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* Open MPI over the cxi provider: point-to-point traffic whose results are checked.
  * Exits non-zero (and says why) on any wrong byte or failed call. */
 #include <mpi.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* CHECK for the MPI test programs: on a false condition, says which rank failed and why,
  * then aborts the whole job. The program defines `rank`. */
 #ifndef SOFTNIC_MPI_FAIL_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # shellcheck shell=bash
 # Two-host test bed on one machine (sourced): two network namespaces joined by a veth
 # pair, so that cxi's UDP transport, fi_pingpong's TCP address exchange and Open MPI's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* storm: a two-host stress test of a libfabric RDM provider (cxi by default), public API only.
  *
  *   storm server PORT N            listen for the peer on TCP PORT (any address)

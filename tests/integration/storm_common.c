@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* storm: what the modes share; see storm.c for the modes and storm_common.h for the
  * interface.
  */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* storm: what the modes share (see storm.c for the modes): the libfabric endpoint, the
  * out-of-band TCP socket, the message format and its checks, and error reporting.
  */

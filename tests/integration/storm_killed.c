@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* storm's killed-peer modes (see storm.c): the victim receives a stream until it is
  * killed; the survivor streams to it and checks that, once the victim is gone, every
  * outstanding operation completes with an error in bounded time.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # cxi_service and cxi_stat as an administrator uses them, and a service's members
 # enforced on a real client: a user the test makes may run fi_pingpong on the service
 # it is a member of; root, not a member, is refused. Root only (services are root's).

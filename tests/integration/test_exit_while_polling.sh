@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # A process that exits while other threads poll a CQ exits with status 0, for each
 # provider and endpoint type, many times over (the crash this guards against was a
 # race: libfabric unmapping the provider under a polling thread).

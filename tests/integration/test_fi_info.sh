@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # fi_info (Debian's libfabric-bin) sees the cxi plugin, its attributes and variables.
 . "$(dirname "$0")/lib.sh"
 

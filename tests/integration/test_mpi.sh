@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Open MPI (Debian's openmpi-bin) with the ofi MTL over cxi: 2 ranks, results checked.
 . "$(dirname "$0")/lib.sh"
 exe=${MPI_CHECK:?path of the mpi_check binary}
 common=(--allow-run-as-root --oversubscribe -np 2 --mca pml cm --mca mtl ofi
-        --mca mtl_ofi_provider_include cxi --mca btl self --mca mtl_base_verbose 100
+        --mca mtl_ofi_provider_include cxi --mca btl self --mca mtl_base_verbose 100 --mca opal_common_ofi_verbose 100
         -x FI_PROVIDER_PATH -x FI_CXI_RDZV_OFFLOAD -x FI_CXI_MSG_OFFLOAD)
 run() {
     local out
@@ -13,7 +14,7 @@ run() {
         echo "$out" | tail -30 >&2
         return 1
     fi
-    grep -q "mtl:ofi:provider: cxi0" <<<"$out" || { echo "$out" | tail -30 >&2; return 1; }
+    grep -Eq "mtl:ofi:provider(:domain)?: cxi0" <<<"$out" || { echo "$out" | tail -30 >&2; return 1; }
 }
 export FI_CXI_RDZV_OFFLOAD=1 FI_CXI_MSG_OFFLOAD=1
 run || fail "mpirun with the ofi MTL over cxi"

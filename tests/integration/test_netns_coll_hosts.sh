@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # cxi collectives across N hosts, one rank each: network namespaces on a bridge
 # (netns_up_hosts; NETNS_HOSTS, default 4), cxi over UDP between them. coll_mpi checks
 # barrier, broadcast, reduce and allreduce over every op x datatype pair against

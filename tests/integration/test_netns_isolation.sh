@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # VNI isolation between hosts: fi_pingpong between namespaces A and B, each given its
 # VNI as a launcher gives it (SLINGSHOT_* variables). The same VNI talks; other VNIs
 # fail at once with an error instead of hanging, whether their UDP ports differ (VNIs 1

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # A peer that dies mid-stream (network namespaces A and B joined by a veth): storm's
 # victim in A receives a stream of 64 KiB and 8-byte tagged messages from storm's survivor
 # in B, then gets SIGKILL. Every send the survivor has outstanding must then complete with

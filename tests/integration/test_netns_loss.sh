@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # A storm of tagged messages both ways between two hosts (network namespaces A and B joined
 # by a veth, mtu 1500), every message checked by storm.c: order, length, checksum, content,
 # duplicates, losses. First a short run on a clean wire, then the full run under 10 % random

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Open MPI (Debian's openmpi-bin) across two hosts: network namespaces A and B joined by
 # a veth, one rank in each. mpirun runs in A; its launcher is a generated "rsh agent"
 # that maps the fake host names hostA/hostB to the namespaces (ip netns exec), and sets
@@ -10,7 +11,12 @@
 # pml ob1 with btl tcp; both check the test bed itself without cxi. NETNS_MPI=coll: cxi
 # collectives between the ranks (coll_mpi; MPI itself over pml ob1, btl tcp; COLL_ARGS
 # are coll_mpi's arguments, "bench N" for bench/coll.sh).
+# NETNS_MPI=usnic: pml ob1 with Open MPI's usnic BTL over softnic's usnic (the BTL talks
+# only to other hosts: Open MPI 5 built with --with-usnic; Debian's 4.1 has no usnic BTL).
 # NETNS_LOSS=P: drop P % of the UDP datagrams (netns_drop) during the runs; opt-in.
+# Each "host" also has its own host name (a UTS namespace: hostA, hostB): Open MPI 5 tells
+# nodes apart by host name, and with one name for both it takes the ranks for neighbours
+# (its usnic BTL then refuses the peer, and its han collectives disagree between ranks).
 . "$(dirname "$0")/netns.sh"
 netns_require_root
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
@@ -45,7 +51,7 @@ hostA) ns=$NS_A ip=$IP_A ;;
 hostB) ns=$NS_B ip=$IP_B ;;
 *) echo "agent: unknown host \$host" >&2; exit 255 ;;
 esac
-exec ip netns exec "\$ns" env FI_CXI_SOFT_NICS="\$ip" /bin/sh -c "\$*"
+exec ip netns exec "\$ns" env FI_CXI_SOFT_NICS="\$ip" unshare --uts /bin/sh -c "hostname \$host; \$*"
 EOF
 chmod +x "$dir/agent"
 printf 'hostA slots=1\nhostB slots=1\n' >"$dir/hosts"
@@ -64,22 +70,26 @@ for var in FI_CXI_RDZV_OFFLOAD FI_CXI_MSG_OFFLOAD FI_CXI_UDP_RETRY_LIMIT FI_CXI_
 done
 case $mode in
 cxi) transport=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include cxi
-                --mca btl self --mca mtl_base_verbose 100)
-     expect="mtl:ofi:provider: cxi0" ;;
+                --mca btl self --mca mtl_base_verbose 100 --mca opal_common_ofi_verbose 100)
+     expect="mtl:ofi:provider(:domain)?: cxi0" ;;  # Open MPI 4.1, 5
 tcp) transport=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "tcp;ofi_rxm"
-                --mca btl self --mca mtl_base_verbose 100 -x FI_TCP_IFACE)
+                --mca btl self --mca mtl_base_verbose 100 --mca opal_common_ofi_verbose 100
+                -x FI_TCP_IFACE)
      export FI_TCP_IFACE=$NS_IF
-     expect="mtl:ofi:provider: $NS_IF" ;;  # the tcp provider's domain: the interface
+     expect="mtl:ofi:provider(:domain)?: $NS_IF" ;;  # the tcp provider's domain: the interface
+usnic) transport=(--mca pml ob1 --mca btl usnic,self --mca btl_base_verbose 100)
+     expect="btl:usnic: made 1 endpoints" ;;
 ob1 | coll) transport=(--mca pml ob1 --mca btl "tcp,self" --mca btl_tcp_if_include "$NS_NET")
      expect="" ;;
-*) fail "NETNS_MPI=$mode: cxi, tcp, ob1 or coll" ;;
+*) fail "NETNS_MPI=$mode: cxi, tcp, usnic, ob1 or coll" ;;
 esac
 
 # One mpirun of mpi_check, one rank per namespace; both ranks must report their own host.
 run() {
     local out rc
     # shellcheck disable=SC2016  # expanded by the rank's shell
-    out=$(cd "$dir" && in_a timeout "${MPI_TIMEOUT:-25}" mpirun "${common[@]}" "${transport[@]}" \
+    out=$(cd "$dir" && in_a unshare --uts sh -c 'hostname hostA; exec "$@"' sh \
+        timeout "${MPI_TIMEOUT:-25}" mpirun "${common[@]}" "${transport[@]}" \
         sh -c 'echo "rank ${OMPI_COMM_WORLD_RANK:-?} netns $(ip netns identify) $FI_CXI_SOFT_NICS"; exec "$0" "$@"' \
         "$exe" ${COLL_ARGS:-} 2>&1)
     rc=$?
@@ -105,7 +115,7 @@ run() {
         echo "the ranks did not run one in each namespace" >&2
         return 1
     fi
-    if [ -n "$expect" ] && ! grep -q "$expect" <<<"$out"; then
+    if [ -n "$expect" ] && ! grep -Eq "$expect" <<<"$out"; then
         echo "$out" | tail -40 >&2
         echo "provider line '$expect' missing" >&2
         return 1

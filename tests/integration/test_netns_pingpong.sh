@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # fi_pingpong (Debian's libfabric-bin) between two hosts: network namespaces A and B
 # joined by a veth, server in A, client in B, data checked. With cxi every byte crosses
 # the veth in UDP datagrams (asserted from B's UDP counters), last under random loss

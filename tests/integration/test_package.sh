@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # The Debian package (cpack in the build directory): its files sit where libfabric,
 # the compiler, the shell and man look for them, and libfabric loads both providers from
 # it. Run as root with SOFTNIC_PACKAGE_INSTALL=1 (CI sets it), the package is installed

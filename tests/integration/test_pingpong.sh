@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # fi_pingpong (Debian's libfabric-bin) between two processes over cxi, data checked.
 . "$(dirname "$0")/lib.sh"
 PROV=cxi

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # usnic's reliable endpoints under loss: usnic_storm (server in namespace A, client in B,
 # joined by a veth, mtu 1500) sends messages of 0 bytes to 64 KiB both ways at once over RDM
 # and over MSG (passive endpoint, connect, accept), and checks every one: order, length,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # usnic between two hosts: network namespaces A and B joined by a veth (netns.sh), server
 # in A, client in B. fi_info sees the veth as usnic_0 (named by FI_USNIC_IFACES, and found
 # by default since loopback is left out); fi_pingpong (Debian's libfabric-bin) runs over

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # usnic over loopback (FI_USNIC_IFACES=lo: usnic_0 is 127.0.0.1/8): fi_info offers the three
 # endpoint types with their attributes, and fi_pingpong (Debian's libfabric-bin) runs
 # between two processes over DGRAM, MSG and RDM, data checked (-c), every result line

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # shellcheck shell=bash
 # Helpers for the usnic integration tests (sourced after lib.sh or netns.sh): what
 # fi_pingpong must print, and what usnic offers it.

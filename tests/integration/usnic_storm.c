@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* usnic_storm: a two-host stress test of the usnic provider's reliable endpoint types
  * (FI_EP_RDM and FI_EP_MSG) with untagged fi_send / fi_inject / fi_recv, public API only.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* mpi_soak: all-to-all and incast traffic between every rank of an MPI job for a bounded
  * time, every byte checked.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* The soak programs' message bytes: each a function of a 64-bit key (source,
  * destination, sequence) and the byte's offset, so that a receiver can check every one. */
 #ifndef SOAK_PATTERN_H

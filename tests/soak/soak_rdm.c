@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* soak_rdm: one of N processes, each with one RDM endpoint (cxi or usnic, public API
  * only), all sending to all at once, every byte checked.
  *

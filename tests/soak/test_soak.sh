@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Soak: four hosts (network namespaces whose veths meet on a bridge), sixteen processes at
 # once, every byte checked, under loss, duplication and reordering.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 """Write a pcap of crafted softnic cxi-over-UDP datagrams for the Wireshark dissector test.
 
 Usage: gen_cxi_pcap.py OUT.pcap [--fuzz N]

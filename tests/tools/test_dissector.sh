@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Checks tools/wireshark/softnic_cxi.lua against crafted packets (tests/tools/gen_cxi_pcap.py).
 # Exit 0: pass; 1: a check failed; 77: skipped (tshark or python3 missing).
 # Environment: TSHARK (default tshark), PYTHON (default python3), SOFTNIC_DISSECTOR (the

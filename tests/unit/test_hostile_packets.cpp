@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Bytes in shared memory come from other processes and are untrusted: garbage written
 // into an endpoint's receive ring is dropped, and the endpoint keeps working.
 #include <gtest/gtest.h>
@@ -15,7 +16,7 @@
 #include <memory>
 #include <random>
 
-#include "cxi/wire.hpp"  // the packet format under attack
+#include "cxi/core/wire.hpp"  // the packet format under attack
 #include "transport/shm/shm_transport.hpp"
 
 namespace {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Port sets and the per-peer table (transport/ports.hpp): a peer is reached through the
 // first transport that reaches it, the domain's shared links are one per peer, an
 // address is claimed once, and what went wrong comes back with its reason.

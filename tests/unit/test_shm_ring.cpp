@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The shared-memory ring on its own: order, back-pressure, hostile producers, and the
 // reclaiming of rings whose owner died.
 #include <fcntl.h>

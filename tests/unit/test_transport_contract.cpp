@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The Transport contract (transport/transport.hpp), written once and run over every
 // transport, as UCX instantiates its uct tests: packets of any size up to max_packet()
 // arrive intact, in order and once; a receiver that pushes back loses nothing; a full

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The UDP reliability layer on its own: two endpoints on loopback exchange numbered
 // packets through fault injection (loss, duplication, reordering, delay) and through a
 // receiver that pushes back; every packet must arrive exactly once, intact, in order.

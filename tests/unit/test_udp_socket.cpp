@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The batched UDP socket on loopback: runs of equal-sized datagrams leave as one
 // segmented send and may come back coalesced; either way the receiver must see each
 // datagram once, whole, in order, from the right sender, whatever the offload mix.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // gtest fixtures of the usnic conformance suite (see fixture.hpp) and main().
 #include "fixture.hpp"
 

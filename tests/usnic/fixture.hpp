@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // gtest fixtures of the usnic conformance suite.
 //
 //  * UsnicTest: one fabric and domain on usnic_0 (127.0.0.1 with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Address vectors: open rules (FI_AV_TABLE too), synchronous inserts (with FI_SYNC_ERR),
 // asynchronous inserts reported on an EQ, remove, lookup, straddr, insertsvc.
 #include <cerrno>

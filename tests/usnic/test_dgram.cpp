@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // FI_EP_DGRAM data path over loopback: round trips with and without the
 // 64-byte message prefix, completion fields, fi_cq_readfrom, truncation,
 // size limits and receive ordering.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Endpoint life cycle and object rules: enable, size_left, posting before
 // enable, getname, binding rules, domain operations that do not exist, MR
 // registration and closing objects that are still in use.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Event queues (wait object, size, fi_eq_write gating, read rules, strings),
 // wait sets and poll sets.
 #include <poll.h>

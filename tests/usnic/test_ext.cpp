@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The usnic extensions: fabric getinfo (versions 1 and 2) and the AV's
 // get_distance, reached through fi_open_ops.
 #include <arpa/inet.h>

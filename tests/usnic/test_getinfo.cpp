@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // fi_getinfo: the infos of usnic_0 (127.0.0.1/8 on lo) without hints, with
 // hints, for old API versions, and the hints that must match nothing.
 #include <arpa/inet.h>

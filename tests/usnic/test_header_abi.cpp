@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // <rdma/fi_ext_usnic.h>: exact macro values and the packed layouts that
 // binaries built against the VIC provider's header depend on (x86-64 LP64).
 #include <gtest/gtest.h>

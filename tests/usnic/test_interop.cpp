@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // DGRAM endpoints are plain UDP: a usnic endpoint and an AF_INET/SOCK_DGRAM
 // socket on 127.0.0.1 exchange datagrams in both directions, with and
 // without the message prefix (which never goes on the wire). Datagrams that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // FI_EP_MSG connection management: passive endpoint rules, connect/accept
 // with private data in both directions, reject with private data, shutdown (one
 // FI_SHUTDOWN per side), the private-data size limit, endpoint names (a passive

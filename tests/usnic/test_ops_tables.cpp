@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Every operation table of every usnic object is complete: a call usnic does not offer
 // (collectives, counters' absence aside) returns an error instead of jumping through NULL.
 #include <rdma/fi_collective.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Message traffic between two endpoints of one type (dgram, msg, rdm) in
 // this process: round trips, streams of many messages of 0..200000 bytes in
 // order with their content, messages sent before any receive is posted,

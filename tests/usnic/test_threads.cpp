@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // FI_THREAD_SAFE on MSG and RDM endpoints: threads post sends and receives and read
 // the CQs of one endpoint pair at the same time; every message arrives exactly once
 // and intact and every send completes once. Also fi_enable racing with itself.

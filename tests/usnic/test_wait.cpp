@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Wait objects: CQ wait_obj choices, FI_GETWAIT, fi_cq_sread, fi_trywait,
 // and the same for EQs; wait sets and poll sets.
 #include <poll.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Shared helpers of the usnic conformance suite (see util.hpp).
 #include "util.hpp"
 
@@ -12,11 +13,6 @@
 #include <cstring>
 
 namespace usnict {
-
-std::string rc_str(long rc) {
-    const int code = static_cast<int>(rc < 0 ? -rc : rc);
-    return std::to_string(rc) + " (" + fi_strerror(code) + ")";
-}
 
 InfoPtr usnic_hints(fi_ep_type type, uint64_t mode) {
     InfoPtr h(fi_allocinfo());

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Shared helpers of the usnic conformance suite: return-code assertions, an
 // RAII holder for fids, getinfo wrappers restricted to the usnic provider,
 // IPv4 helpers and payload patterns.
@@ -16,6 +17,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_ext_usnic.h>
 #include "fid_holder.hpp"
+#include "rc_assert.hpp"  // EXPECT_RC, ASSERT_RC, rc_str
 
 #include <chrono>
 #include <cstdint>
@@ -40,17 +42,7 @@ inline constexpr uint32_t kLoopback = 0x7f000001;  // 127.0.0.1, host order
 inline constexpr int kTimeoutMs = 10000;           // liveness bound of every wait
 inline constexpr char kUnreachableIp[] = "10.255.255.1";
 
-std::string rc_str(long rc);  // "-22 (Invalid argument)"
-
-// Predicate formatter for libfabric return codes (EXPECT_RC / ASSERT_RC).
-template <typename E, typename A>
-::testing::AssertionResult rc_eq(const char *expected_text, const char *actual_text, E expected,
-                                 A actual) {
-    const long e = static_cast<long>(expected), a = static_cast<long>(actual);
-    if (e == a) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure() << actual_text << " returned " << rc_str(a)
-                                         << ", expected " << expected_text << " = " << rc_str(e);
-}
+using softnic_test::rc_str;  // tests/common/rc.hpp
 
 // Closes the object on destruction (tests/common/fid_holder.hpp).
 struct CloseReport {
@@ -139,8 +131,3 @@ class UdpSocket {
 };
 
 }  // namespace usnict
-
-#define EXPECT_RC(expected, expr) EXPECT_PRED_FORMAT2(::usnict::rc_eq, expected, expr)
-#define ASSERT_RC(expected, expr) ASSERT_PRED_FORMAT2(::usnict::rc_eq, expected, expr)
-#define EXPECT_OK(expr) EXPECT_RC(0, expr)
-#define ASSERT_OK(expr) ASSERT_RC(0, expr)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // cxi_service: create, delete, enable, disable and list the CXI services of a soft NIC,
 // with libCXI's cxi_service options and output.
 #include <err.h>

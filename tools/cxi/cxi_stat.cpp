@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // cxi_stat: the status of each soft NIC, in the shape of libCXI's cxi_stat. A soft NIC
 // has no PCIe device, firmware or SerDes: those lines say so, and -r reports the rates
 // of the interface and of the host's UDP stack that carry its traffic.

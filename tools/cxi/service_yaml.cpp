@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Keys are recognised wherever they appear, as cxi_service does: flags (0 or 1),
 // `limits` (a list of {name, max, res}), `vnis` (repeated `vni`, or `vni_min`/`vni_max`),
 // `members` (a list of {type: uid|gid|netns, id}) and `tcs` (repeated `tc`).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The YAML service description cxi_service create reads (libyaml event parser).
 #pragma once
 

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 -- softnic_cxi.lua - Wireshark dissector for softnic's cxi provider over UDP.
 --
 -- Load:  wireshark -X lua_script:tools/wireshark/softnic_cxi.lua

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // A board: entries in a process's memory window that local peers read without the
 // owner's help. The collective engine posts each call's contribution in a cell of its
 // group's entry, and the other members on the host read it there instead of each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // A multi-producer, single-consumer ring of fixed-size cells in POSIX shared memory.
 //
 // Producers claim a cell with one CAS on the enqueue position and publish it by storing

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The shared-memory transport as a Port: the endpoint's ring, and links to the rings of
 // peers on the same node, shared by every port of the domain (any local process may
 // write a ring).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Shared-memory transport: each endpoint owns one ring that every local sender writes
 // into; large payloads are pulled in a single copy with process_vm_readv.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // A memory window: what a process publishes so that local peers can reach its
 // registered memory without its help (single-copy one-sided operations within a host).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // One reliable, ordered stream pair between a local UDP endpoint and one peer: the
 // transmit side numbers packets, keeps them until acknowledged and retransmits with
 // backoff; the receive side suppresses duplicates, reorders, and hands packets to the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Fault injection on the send path: drop, duplicate, reorder and delay datagrams on
 // purpose, so that applications (and our tests) can exercise their error paths.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The reliability header that starts every datagram of the UDP transport.
 //
 // Each direction between two endpoints is a stream of DATA packets numbered from 0 in

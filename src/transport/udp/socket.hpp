@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // A non-blocking UDP socket with batched I/O: datagrams queued during one call go out
 // in one sendmmsg, and receives come in batches from one recvmmsg. Where the kernel
 // has segmentation offload, a run of equal-sized datagrams to one peer leaves as one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The UDP transport: one socket per endpoint, bound to the soft NIC's address at a port
 // that a remote peer computes from the endpoint's identity alone, and one reliable
 // Channel per peer over it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The UDP transport as a Port: the endpoint's socket, at the port its address names,
 // and one reliable channel per peer over it (channels are the socket's state, so they
 // live in the port, not in the domain's table).

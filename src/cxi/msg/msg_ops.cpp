@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+// fi_msg and fi_tagged entry points: argument checks (spec §5.2, §5.3), then the context.
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_rma.h>
+
+#include "common/log.hpp"
+#include "common/not_supported.hpp"
+#include "cxi/obj/domain.hpp"
+#include "cxi/obj/endpoint.hpp"
+
+namespace softnic::cxi {
+namespace {
+
+constexpr uint64_t kRecvMsgFlags = FI_COMPLETION | FI_MULTI_RECV | FI_MORE;
+constexpr uint64_t kIgnoredRecvFlags = FI_REMOTE_CQ_DATA | FI_INJECT;
+
+EpView *view(fid_ep *ep) {
+    return owner_of<EpView>(ep);
+}
+
+ssize_t do_send(fid_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t tag,
+                uint64_t data, void *context, uint64_t flags, bool tagged,
+                bool inject_call = false) {
+    EpView *v = view(ep);
+    if (!(v->side & kTx)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "not a transmit context\n");
+    if (len && !buf) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL buffer\n");
+    if (len > kMaxMsgSize) SN_REJECT(-FI_EMSGSIZE, FI_LOG_EP_DATA, "message too long\n");
+    if ((flags & FI_INJECT) && v->ep->rnr())
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_PROTO_CXI_RNR endpoints have no inject\n");
+    if ((flags & FI_INJECT) && len > kInjectSize)
+        SN_REJECT(-FI_EMSGSIZE, FI_LOG_EP_DATA, "inject of %zu > %zu bytes\n", len, kInjectSize);
+    if (tagged && (tag & ~v->ep->tag_mask()))
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "tag 0x%lx uses more than the tag bits\n", tag);
+    if ((flags & FI_FENCE) && !(v->ep->caps() & FI_FENCE))
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_FENCE without the FI_FENCE capability\n");
+    if (flags & FI_TRIGGER) {
+        if (!(v->ep->caps() & FI_TRIGGER))
+            SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_TRIGGER without the capability\n");
+        FlaggedOp op{tagged ? FI_OP_TSEND : FI_OP_SEND,
+                     ep,
+                     {const_cast<void *>(buf), len},
+                     dest,
+                     {},
+                     tag,
+                     data,
+                     context,
+                     flags};
+        return v->ep->domain().deferred().queue_flagged(op, &v->ep->domain());
+    }
+    return v->engine->send(
+        SendArgs{buf, len, dest, tag, data, context, flags, tagged, inject_call});
+}
+
+ssize_t do_recv(fid_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_t tag, uint64_t ignore,
+                void *context, uint64_t flags, bool tagged) {
+    EpView *v = view(ep);
+    if (!(v->side & kRx)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "not a receive context\n");
+    if (len && !buf) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL buffer\n");
+    if (tagged && ((tag | ignore) & ~v->ep->tag_mask()))
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "tag or ignore uses more than the tag bits\n");
+    if ((v->ep->caps() & FI_DIRECTED_RECV) && src != FI_ADDR_UNSPEC &&
+        (!v->engine->av() || !v->engine->av()->entry(src)))
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "source fi_addr %lu is not in the AV\n", src);
+    if (!(v->ep->caps() & FI_DIRECTED_RECV)) src = FI_ADDR_UNSPEC;
+    RecvArgs a{buf, len, src, tag, ignore, context, flags & ~kIgnoredRecvFlags, tagged};
+    if (flags & FI_PEEK) return v->engine->peek(a);
+    return v->engine->recv(a);
+}
+
+bool single_iov(const iovec *iov, size_t count) {
+    return count <= 1 && (count == 0 || iov);
+}
+
+// fi_msg
+ssize_t m_recv(fid_ep *ep, void *buf, size_t len, void *, fi_addr_t src, void *ctx) {
+    return do_recv(ep, buf, len, src, 0, 0, ctx, view(ep)->rx_flags, false);
+}
+ssize_t m_recvv(fid_ep *ep, const iovec *iov, void **, size_t count, fi_addr_t src, void *ctx) {
+    if (!single_iov(iov, count)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "iov_limit is 1\n");
+    return do_recv(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0, src, 0, 0, ctx,
+                   view(ep)->rx_flags, false);
+}
+ssize_t m_recvmsg(fid_ep *ep, const fi_msg *msg, uint64_t flags) {
+    if (!msg || !single_iov(msg->msg_iov, msg->iov_count))
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL msg or more than one iov\n");
+    if (flags & ~(kRecvMsgFlags | kIgnoredRecvFlags))
+        SN_REJECT(-FI_EBADFLAGS, FI_LOG_EP_DATA, "bad recvmsg flags 0x%lx\n", flags);
+    const iovec *iov = msg->iov_count ? msg->msg_iov : nullptr;
+    return do_recv(ep, iov ? iov->iov_base : nullptr, iov ? iov->iov_len : 0, msg->addr, 0, 0,
+                   msg->context, flags, false);
+}
+ssize_t m_send(fid_ep *ep, const void *buf, size_t len, void *, fi_addr_t dest, void *ctx) {
+    return do_send(ep, buf, len, dest, 0, 0, ctx, view(ep)->tx_flags, false);
+}
+ssize_t m_sendv(fid_ep *ep, const iovec *iov, void **, size_t count, fi_addr_t dest, void *ctx) {
+    if (!single_iov(iov, count)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "iov_limit is 1\n");
+    return do_send(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0, dest, 0, 0, ctx,
+                   view(ep)->tx_flags, false);
+}
+ssize_t sendmsg_common(fid_ep *ep, const iovec *iov, size_t count, fi_addr_t dest, uint64_t tag,
+                       uint64_t data, void *ctx, uint64_t flags, bool tagged) {
+    if (!single_iov(iov, count)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "iov_limit is 1\n");
+    if (flags & ~(kTxOpFlags | FI_TRIGGER))
+        SN_REJECT(-FI_EBADFLAGS, FI_LOG_EP_DATA, "bad flags 0x%lx\n", flags);
+    return do_send(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0, dest, tag, data,
+                   ctx, flags, tagged);
+}
+ssize_t m_sendmsg(fid_ep *ep, const fi_msg *msg, uint64_t flags) {
+    if (!msg) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL msg\n");
+    return sendmsg_common(ep, msg->msg_iov, msg->iov_count, msg->addr, 0, msg->data, msg->context,
+                          flags, false);
+}
+ssize_t m_inject(fid_ep *ep, const void *buf, size_t len, fi_addr_t dest) {
+    return do_send(ep, buf, len, dest, 0, 0, nullptr, FI_INJECT, false, true);
+}
+ssize_t m_senddata(fid_ep *ep, const void *buf, size_t len, void *, uint64_t data, fi_addr_t dest,
+                   void *ctx) {
+    return do_send(ep, buf, len, dest, 0, data, ctx, view(ep)->tx_flags | FI_REMOTE_CQ_DATA, false);
+}
+ssize_t m_injectdata(fid_ep *ep, const void *buf, size_t len, uint64_t data, fi_addr_t dest) {
+    return do_send(ep, buf, len, dest, 0, data, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA, false,
+                   true);
+}
+
+// fi_tagged
+// Multi-receive is untagged only: a default FI_MULTI_RECV in the receive flags does not
+// make a tagged receive one (upstream strips it too).
+uint64_t tagged_rx_flags(fid_ep *ep) {
+    return view(ep)->rx_flags & ~FI_MULTI_RECV;
+}
+ssize_t t_recv(fid_ep *ep, void *buf, size_t len, void *, fi_addr_t src, uint64_t tag,
+               uint64_t ignore, void *ctx) {
+    return do_recv(ep, buf, len, src, tag, ignore, ctx, tagged_rx_flags(ep), true);
+}
+ssize_t t_recvv(fid_ep *ep, const iovec *iov, void **, size_t count, fi_addr_t src, uint64_t tag,
+                uint64_t ignore, void *ctx) {
+    if (!single_iov(iov, count)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "iov_limit is 1\n");
+    return do_recv(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0, src, tag, ignore,
+                   ctx, tagged_rx_flags(ep), true);
+}
+ssize_t t_recvmsg(fid_ep *ep, const fi_msg_tagged *msg, uint64_t flags) {
+    // A peek reads no buffer: upstream ignores its iov.
+    if (!msg || (!(flags & FI_PEEK) && !single_iov(msg->msg_iov, msg->iov_count)))
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL msg or more than one iov\n");
+    if (flags & ~(kRecvMsgFlags | kIgnoredRecvFlags | FI_PEEK | FI_CLAIM | FI_DISCARD))
+        SN_REJECT(-FI_EBADFLAGS, FI_LOG_EP_DATA, "bad trecvmsg flags 0x%lx\n", flags);
+    if ((flags & FI_DISCARD) && !(flags & (FI_PEEK | FI_CLAIM)))
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_DISCARD needs FI_PEEK or FI_CLAIM\n");
+    if ((flags & FI_CLAIM) && !msg->context)
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_CLAIM needs a context\n");
+    flags &= ~FI_MULTI_RECV;  // multi-receive is untagged only
+    const iovec *iov =
+        msg->iov_count && msg->msg_iov && !(flags & FI_PEEK) ? msg->msg_iov : nullptr;
+    return do_recv(ep, iov ? iov->iov_base : nullptr, iov ? iov->iov_len : 0, msg->addr, msg->tag,
+                   msg->ignore, msg->context, flags, true);
+}
+ssize_t t_send(fid_ep *ep, const void *buf, size_t len, void *, fi_addr_t dest, uint64_t tag,
+               void *ctx) {
+    return do_send(ep, buf, len, dest, tag, 0, ctx, view(ep)->tx_flags, true);
+}
+ssize_t t_sendv(fid_ep *ep, const iovec *iov, void **, size_t count, fi_addr_t dest, uint64_t tag,
+                void *ctx) {
+    if (!single_iov(iov, count)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "iov_limit is 1\n");
+    return do_send(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0, dest, tag, 0, ctx,
+                   view(ep)->tx_flags, true);
+}
+ssize_t t_sendmsg(fid_ep *ep, const fi_msg_tagged *msg, uint64_t flags) {
+    if (!msg) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL msg\n");
+    return sendmsg_common(ep, msg->msg_iov, msg->iov_count, msg->addr, msg->tag, msg->data,
+                          msg->context, flags, true);
+}
+ssize_t t_inject(fid_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t tag) {
+    return do_send(ep, buf, len, dest, tag, 0, nullptr, FI_INJECT, true, true);
+}
+ssize_t t_senddata(fid_ep *ep, const void *buf, size_t len, void *, uint64_t data, fi_addr_t dest,
+                   uint64_t tag, void *ctx) {
+    return do_send(ep, buf, len, dest, tag, data, ctx, view(ep)->tx_flags | FI_REMOTE_CQ_DATA,
+                   true);
+}
+ssize_t t_injectdata(fid_ep *ep, const void *buf, size_t len, uint64_t data, fi_addr_t dest,
+                     uint64_t tag) {
+    return do_send(ep, buf, len, dest, tag, data, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA, true,
+                   true);
+}
+
+}  // namespace
+
+fi_ops_msg msg_ops = {sizeof(fi_ops_msg), m_recv,   m_recvv,    m_recvmsg,   m_send, m_sendv,
+                      m_sendmsg,          m_inject, m_senddata, m_injectdata};
+fi_ops_tagged tagged_ops = {sizeof(fi_ops_tagged),
+                            t_recv,
+                            t_recvv,
+                            t_recvmsg,
+                            t_send,
+                            t_sendv,
+                            t_sendmsg,
+                            t_inject,
+                            t_senddata,
+                            t_injectdata};
+
+// Before fi_enable, every data call is -FI_ENOSYS.
+fi_ops_msg msg_disabled_ops = all_not_supported<fi_ops_msg>();
+fi_ops_tagged tagged_disabled_ops = all_not_supported<fi_ops_tagged>();
+fi_ops_rma rma_disabled_ops = all_not_supported<fi_ops_rma>();
+fi_ops_atomic atomic_disabled_ops = all_not_supported<fi_ops_atomic>();
+
+}  // namespace softnic::cxi

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+// The receive engine of a context: posted receives, matching (FIFO, tagged and untagged
+// apart), unexpected messages, multi-receive buffers, rendezvous pulls and receive
+// completions.
+#pragma once
+
+#include <rdma/fi_endpoint.h>
+
+#include <unordered_map>
+#include <vector>
+
+#include "common/pool.hpp"
+#include "cxi/core/rx_state.hpp"
+#include "cxi/core/wire.hpp"
+
+namespace softnic::cxi {
+
+class PidEngine;
+class Domain;
+
+struct RecvArgs {
+    void *buf;
+    size_t len;
+    fi_addr_t src;
+    uint64_t tag;
+    uint64_t ignore;
+    void *context;
+    uint64_t flags;
+    bool tagged;
+};
+
+class RxEngine {
+  public:
+    explicit RxEngine(PidEngine &engine);
+    ~RxEngine();
+    RxEngine(const RxEngine &) = delete;
+    RxEngine &operator=(const RxEngine &) = delete;
+
+    // Posting (rx_post.cpp); the context's lock is held.
+    ssize_t recv(const RecvArgs &a, Cntr *trig_cntr, bool triggered);
+    ssize_t peek(const RecvArgs &a);  // FI_PEEK, optionally with FI_CLAIM
+    int cancel(void *context);
+    size_t unexpected(fi_cq_tagged_entry *e, size_t count, fi_addr_t *src, size_t *total);
+    size_t &min_multi_recv() { return min_multi_recv_; }
+
+    // Arrivals (rx_engine.cpp). on_msg returns false when the message must wait in the ring.
+    bool on_msg(const WireHdr &h, const uint8_t *payload);
+    void on_data(const WireHdr &h, const uint8_t *payload);
+    // The sender's fi_addr, through a small cache that the AV's generation invalidates.
+    fi_addr_t source_of(uint64_t key, bool &known);
+
+    // A peer died (rx_unexpected.cpp): its messages in flight fail, its unfinished
+    // unexpected ones are dropped.
+    void fail_inbound(uint32_t nic, uint32_t pid, int err);
+
+  private:
+    RecvOp *match_posted(const WireHdr &h, fi_addr_t src);
+    bool recv_matches(const RecvOp &r, bool tagged, uint64_t tag, fi_addr_t src) const;
+    void bind_receive(RxMsg *m, RecvOp *op, bool listed);
+    void place(RxMsg *m, size_t offset, const uint8_t *data, size_t n);
+    void finish_eager(RxMsg *m);
+    void complete_rx(RxMsg *m, int err, bool pooled = true);
+    void complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *buf, int err, size_t olen,
+                       bool truncated = false);
+    bool rnr_refuse(const WireHdr &h);
+    void post_held_recvs();
+    // Unexpected messages (rx_unexpected.cpp).
+    RxMsg *match_unexpected(const RecvArgs &a, bool skip_claimed);
+    void take_unexpected(RxMsg *m, RecvOp *op);
+    void drop_orphans(uint32_t nic, uint32_t pid);
+    void free_msg(RxMsg *m);
+    uint8_t *alloc_ux(size_t n);
+    void free_ux(uint8_t *p, size_t n);
+    // Rendezvous (rdzv.cpp).
+    transport::Link *link_back(RxMsg *m);
+    WireHdr reply_hdr(const RxMsg *m, Pkt type) const;
+    void start_pull(RxMsg *m);
+    void send_done(RxMsg *m, uint16_t flags);
+    void fail_msg(RxMsg *m, int err);
+
+    PidEngine &engine_;
+    Domain &domain_;
+    size_t min_multi_recv_ = 64;
+    Pool<RecvOp> recvs_;
+    Pool<RxMsg> msgs_;
+    List<RecvOp> posted_[2];   // [untagged, tagged]
+    List<RecvOp> held_recvs_;  // FI_MORE receives not yet handed over
+    List<RxMsg> unexpected_[2];
+    size_t ux_bytes_ = 0;
+    static constexpr size_t kSmallUx = 256;
+    std::vector<uint8_t *> small_ux_;  // free fixed-size blocks for small unexpected payloads
+    // Messages still arriving, by sender and cookie (pulled data: kPulledKey in src).
+    struct InKey {
+        uint64_t src, cookie;
+        bool operator==(const InKey &o) const { return src == o.src && cookie == o.cookie; }
+    };
+    struct InKeyHash {
+        size_t operator()(const InKey &k) const { return k.src * 0x9e3779b97f4a7c15ULL ^ k.cookie; }
+    };
+    std::unordered_map<InKey, RxMsg *, InKeyHash> inbound_;
+    static constexpr uint64_t kPulledKey = 1ULL << 63;
+    struct SrcCacheEntry {
+        uint64_t key = ~0ULL, gen = 0;
+        fi_addr_t addr = FI_ADDR_NOTAVAIL;
+    };
+    SrcCacheEntry src_cache_[64];
+};
+
+}  // namespace softnic::cxi
