@@ -57,9 +57,13 @@ inline auto guarded(Fn &&fn) noexcept -> decltype(fn()) {
 // Reference count for objects that others bind to (fi_close of a busy object is -FI_EBUSY).
 class RefCount {
   public:
+    // get() is relaxed: whoever takes a reference found the object under a lock that
+    // already orders it. put() releases and busy() acquires, so that a closer that sees
+    // no reference left also sees every access the holders made (an MR's bytes, its
+    // fields) before it frees the object.
     void get() noexcept { n_.fetch_add(1, std::memory_order_relaxed); }
-    void put() noexcept { n_.fetch_sub(1, std::memory_order_relaxed); }
-    bool busy() const noexcept { return n_.load(std::memory_order_relaxed) != 0; }
+    void put() noexcept { n_.fetch_sub(1, std::memory_order_release); }
+    bool busy() const noexcept { return n_.load(std::memory_order_acquire) != 0; }
 
   private:
     std::atomic<int> n_{0};

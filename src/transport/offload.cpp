@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/wait.hpp"
@@ -31,30 +32,35 @@ class Helper {
         std::lock_guard<std::mutex> g(mu_);
         clients_.push_back({c, c->app_calls()});
         if (!thread_.joinable()) {
-            stop_ = false;
+            // A thread of its own generation, with an eventfd of its own: a remove()
+            // still joining the previous thread closes only that thread's descriptor,
+            // and its stop cannot be undone by this start.
             wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-            thread_ = std::thread([this] { run(); });
+            int fd = wake_fd_;
+            uint64_t gen = generation_;
+            thread_ = std::thread([this, fd, gen] { run(fd, gen); });
         }
         kick();
     }
 
     void remove(OffloadClient *c) {
         std::thread done;
+        int done_fd = -1;
         {
             std::lock_guard<std::mutex> g(mu_);  // the helper is not inside any client now
             auto it = std::find_if(clients_.begin(), clients_.end(),
                                    [c](const Entry &e) { return e.client == c; });
             if (it != clients_.end()) clients_.erase(it);
             if (clients_.empty() && thread_.joinable()) {
-                stop_ = true;
+                generation_++;  // the running thread's generation is over
                 kick();
                 done = std::move(thread_);
+                done_fd = std::exchange(wake_fd_, -1);
             }
         }
         if (done.joinable()) {
             done.join();
-            close(wake_fd_);
-            wake_fd_ = -1;
+            close(done_fd);
         }
     }
 
@@ -73,10 +79,11 @@ class Helper {
     }
 
     // One pass over the clients; fills the descriptors to sleep on. Returns the timeout.
-    int scan(std::vector<pollfd> &fds, std::vector<OffloadClient *> &owners) {
+    int scan(int wake_fd, uint64_t gen, std::vector<pollfd> &fds,
+             std::vector<OffloadClient *> &owners) {
         std::lock_guard<std::mutex> g(mu_);
-        if (stop_) return -2;
-        fds.assign(1, pollfd{wake_fd_, POLLIN, 0});
+        if (gen != generation_) return -2;
+        fds.assign(1, pollfd{wake_fd, POLLIN, 0});
         owners.assign(1, nullptr);
         bool ticking = false, helping = false, active = false;
         for (Entry &e : clients_) {
@@ -112,17 +119,17 @@ class Helper {
         }
     }
 
-    void run() {
+    void run(int wake_fd, uint64_t gen) {
         std::vector<pollfd> fds;
         std::vector<OffloadClient *> owners;
         for (;;) {
-            int timeout = scan(fds, owners);
+            int timeout = scan(wake_fd, gen, fds, owners);
             if (timeout == -2) return;
             int n = ::poll(fds.data(), fds.size(), timeout);
             if (n <= 0) continue;
             if (fds[0].revents & POLLIN) {
                 uint64_t v;
-                if (read(wake_fd_, &v, sizeof(v)) < 0) {
+                if (read(wake_fd, &v, sizeof(v)) < 0) {
                     // spurious: nothing to consume
                 }
             }
@@ -136,8 +143,8 @@ class Helper {
     std::mutex mu_;
     std::vector<Entry> clients_;
     std::thread thread_;
-    int wake_fd_ = -1;
-    bool stop_ = false;
+    int wake_fd_ = -1;         // the current thread's; written and kicked under mu_
+    uint64_t generation_ = 0;  // bumped to stop the current thread
     int active_tick_ = kTickMs;
 };
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/atomic_math.hpp"
+#include "common/dma.hpp"
 #include "common/log.hpp"
 #include "cxi/core/pid_engine.hpp"
 #include "cxi/obj/domain.hpp"
@@ -84,7 +85,11 @@ void OneSided::on_atomic(const WireHdr &h, const uint8_t *payload) {
     uint8_t old[16];
     auto *dst = static_cast<uint8_t *>(const_cast<void *>(mr->base())) + h.rdzv_addr;
     const uint8_t *cmp = kind == AmoKind::kCompare ? payload + h.msg_len : nullptr;
-    bool ok = amo::apply(op, dt, dst, payload, cmp, old);
+    bool ok;
+    {
+        DmaScope dma;  // the NIC's atomic unit on the application's memory
+        ok = amo::apply(op, dt, dst, payload, cmp, old);
+    }
     if (ok) {
         count_remote(mr, kind == AmoKind::kWrite);
         domain_.count(C_CNTR_LPE_SUCCESS_CNTR);

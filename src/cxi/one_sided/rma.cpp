@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "common/dma.hpp"
 #include "common/log.hpp"
 #include "cxi/core/pid_engine.hpp"
 #include "cxi/obj/domain.hpp"
@@ -144,7 +145,10 @@ void OneSided::on_write(const WireHdr &h, const uint8_t *payload) {
     if (last) count_write(h, mr != nullptr);
     if (mr) {
         auto *dst = static_cast<uint8_t *>(const_cast<void *>(mr->base()));
-        if (h.payload) std::memcpy(dst + h.rdzv_addr + h.offset, payload, h.payload);
+        if (h.payload) {
+            DmaScope dma;  // the NIC writing the application's memory
+            std::memcpy(dst + h.rdzv_addr + h.offset, payload, h.payload);
+        }
         if (last) count_remote(mr, true);
         if (last && (h.flags & kWCqData)) report_write(h, mr);
         mr->refs().put();

@@ -141,6 +141,8 @@ size_t UdpEndpoint::poll(PacketSink &sink, size_t) {
     } else if (++idle_polls_ >= kIdleToQuiet && !busy()) {
         active_.store(false, std::memory_order_relaxed);
     }
+    if (busy_hint_.load(std::memory_order_relaxed) != busy())
+        busy_hint_.store(busy(), std::memory_order_relaxed);
     return n;
 }
 
@@ -202,16 +204,19 @@ void UdpEndpoint::need_ack(Channel *c) {
     if (c->in_ack_list) return;
     c->in_ack_list = true;
     ack_list_.push_back(c);
+    busy_hint_.store(true, std::memory_order_relaxed);
 }
 
 void UdpEndpoint::need_drain(Channel *c) {
     if (c->in_drain_list) return;
     c->in_drain_list = true;
     drain_list_.push_back(c);
+    busy_hint_.store(true, std::memory_order_relaxed);
 }
 
 void UdpEndpoint::arm_timer(uint64_t deadline) {
     if (!next_deadline_ || deadline < next_deadline_) next_deadline_ = deadline;
+    busy_hint_.store(true, std::memory_order_relaxed);
 }
 
 void UdpEndpoint::channel_failed(Channel *c) {

@@ -55,9 +55,12 @@ class UdpEndpoint final : public RxQueue {
 
     int fd() const { return sock_.fd(); }
     // Whether the owner should poll now: traffic seen lately, or state to look after.
+    // Atomics only: the offload helper asks without the owner's lock. busy_hint_ is set
+    // whenever state is added and cleared only by a poll that leaves none, so it is
+    // never false while busy() is true.
     bool wants_poll() const {
-        return active_.load(std::memory_order_relaxed) || next_deadline_ || !ack_list_.empty() ||
-               !drain_list_.empty();
+        return active_.load(std::memory_order_relaxed) ||
+               busy_hint_.load(std::memory_order_relaxed);
     }
     // Work that needs polling even when the application does not call in.
     bool busy() const { return next_deadline_ || !ack_list_.empty() || !drain_list_.empty(); }
@@ -91,6 +94,7 @@ class UdpEndpoint final : public RxQueue {
     std::vector<sockaddr_in> refused_;
     uint64_t next_deadline_ = 0;
     std::atomic<bool> active_{false};
+    std::atomic<bool> busy_hint_{false};
     unsigned idle_polls_ = 0;
     bool closing_ = false;
     Channel *last_ = nullptr;  // the peer of the previous datagram
