@@ -1,4 +1,4 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
-// Layer probe: a header of its own layer, then one of a layer above (must not compile).
+// Layer probe: a header of its own layer and one of a layer above (must not compile).
 #include "transport/transport.hpp"
 #include "usnic/rudp_wire.hpp"
