@@ -31,7 +31,9 @@ class DmaScope {
     DmaScope(const DmaScope &) = delete;
     DmaScope &operator=(const DmaScope &) = delete;
 #if !defined(__SANITIZE_THREAD__)
-    DmaScope() = default;
+    // User-provided (not defaulted): a scope object is never an "unused variable".
+    DmaScope() {}
+    ~DmaScope() {}
 #endif
 };
 

@@ -1,122 +1,20 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
-// The transmit engine of a context: posting sends and one-sided operations, pumping
+// The transmit engine of a PID engine: posting sends and one-sided operations, pumping
 // their packets into the peer's link, and completing them once transmitted, answered
-// or acknowledged. It also sends the context's control packets (kDone, kGetReq...).
+// or acknowledged. It also sends the engine's control packets (kDone, kGetReq...).
 #pragma once
-
-#include <rdma/fi_endpoint.h>
 
 #include <deque>
 #include <vector>
 
-#include "cxi/core/rx_state.hpp"
+#include "cxi/core/tx_op.hpp"
 #include "cxi/core/wire.hpp"
-#include "cxi/prov/caps.hpp"
 #include "transport/transport.hpp"
-
-namespace softnic {
-class Cntr;
-class Mr;
-}  // namespace softnic
 
 namespace softnic::cxi {
 
 class PidEngine;
 class Domain;
-
-// What a transmit operation is: its packets and its completion differ.
-enum class OpKind : uint8_t {
-    kSend,         // fi_send & co, fi_tsend & co
-    kWrite,        // fi_write & co
-    kRead,         // fi_read & co
-    kReadResp,     // target side: data an initiator's read asked for (no completion)
-    kAtomic,       // fi_atomic & co
-    kFetchAtomic,  // fi_fetch_atomic & co, fi_compare_atomic & co
-};
-
-inline bool is_amo(OpKind k) {
-    return k == OpKind::kAtomic || k == OpKind::kFetchAtomic;
-}
-
-// One-sided operations: the target MR's key and offset in it.
-struct RemoteArgs {
-    uint64_t key = 0, addr = 0;
-    bool restricted = false;  // the hardware's restricted (light-weight) path
-};
-
-// Atomics: one element's comparand (or mask), where a fetched value goes, op and type.
-struct AmoArgs {
-    const void *compare = nullptr;
-    void *result = nullptr;
-    uint8_t op = 0, dt = 0;
-};
-
-// A triggered operation counts its completion on `cntr` (may be null) instead of the
-// endpoint's counter.
-struct TriggerArgs {
-    bool active = false;
-    Cntr *cntr = nullptr;
-};
-
-struct SendArgs {
-    const void *buf;
-    size_t len;
-    fi_addr_t dest;
-    uint64_t tag;
-    uint64_t data;
-    void *context;
-    uint64_t flags;
-    bool tagged;
-    bool inject_call = false;  // fi_inject & co: never a completion entry
-    OpKind kind = OpKind::kSend;
-    RemoteArgs rma{};
-    AmoArgs amo{};
-    TriggerArgs trig{};
-};
-
-// Progress of the eager part: the header and the bytes that travel unasked.
-struct EagerState {
-    size_t len;   // bytes sent eagerly (all of them unless rendezvous)
-    size_t sent;  // queued so far
-    bool hdr_sent, rdzv, wait_done, done_seen;
-};
-
-// Data streamed on request (a receiver's kGetReq, a read's response, a write's payload).
-struct StreamState {
-    size_t off, end;
-    uint64_t token;  // the link's token after the last packet sent without a copy
-};
-
-// Over a network link an operation completes once the peer acknowledged it.
-struct AckState {
-    bool awaiting;
-    uint64_t token;  // the link's token for the last packet of this operation
-    int err, prov_errno;
-};
-
-// FI_PROTO_CXI_RNR: a send retried while the receiver is not ready.
-struct RnrState {
-    bool ok;
-    uint32_t tries;
-    uint64_t start_us, due_us;  // first refusal; when to send again
-};
-
-struct TxOp {
-    SendArgs a;
-    transport::Link *link;
-    uint64_t cookie;
-    uint32_t gen;
-    bool pending;  // in the FIFO of operations still to transmit
-    EagerState eager;
-    StreamState stream;
-    AckState ack;
-    RnrState rnr;
-    size_t read_got;       // fi_read: bytes arrived
-    uint64_t peer_cookie;  // kReadResp: the initiator's operation
-    Mr *pinned;            // kReadResp: the MR being read, held until sent
-    uint8_t inline_data[kInjectSize];
-    TxOp *next, *prev;
-};
 
 class TxEngine {
   public:
