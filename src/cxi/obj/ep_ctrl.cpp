@@ -175,6 +175,9 @@ int Endpoint::enable(EpView &v) {
                   "a scalable endpoint with FI_DIRECTED_RECV needs an FI_SYMMETRIC AV\n");
     if (!enabled_) {  // contexts may have been created unbound; bindings are kept
         if (int ret = take_av_auth_keys()) return ret;
+        // The AV before the PIDs: once open, an engine's first packet may arrive.
+        for (auto &c : engines_)
+            c->set_av(av_);
         int ret = open_pids();
         if (ret) {
             release_av_auth_keys();
@@ -183,7 +186,8 @@ int Endpoint::enable(EpView &v) {
         enabled_ = true;
     }
     for (auto &c : engines_) {
-        c->set_av(av_);
+        // Under the engine's lock: the offload helper may be progressing it already.
+        c->locked([&] { c->set_av(av_); });
         attach_progress(*c);
     }
     if (v.engine) {
