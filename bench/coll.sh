@@ -51,6 +51,8 @@ row() {
     printf '| %s | %s | %s | %s | %s |\n' "$label" "$a" "$b" "$r" "$fl"
 }
 
+bench_machine
+echo
 echo "| processes | fi_allreduce over cxi (usec) | MPI_Allreduce, ob1+vader (usec) | cxi/MPI (lower is better) | scheduling floor (usec) |"
 echo "|---|---|---|---|---|"
 for np in $NPS; do

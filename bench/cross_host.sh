@@ -172,6 +172,8 @@ echo "Two network namespaces over a veth, mtu $MTU; median of $REPEAT runs;" \
 echo "UDP floor: bench/udp_floor, plain UDP sockets, busy-polling; average one-way" \
     "latency as fi_pingpong's usec/xfer, the median of its round trips in parentheses."
 echo
+bench_machine
+echo
 echo "| measurement | cxi | tcp;ofi_rxm | udp;ofi_rxd | UDP floor | cxi/tcp | cxi/floor |"
 echo "|---|---|---|---|---|---|---|"
 row "fi_pingpong 8 B latency (usec/xfer)" 7 lat 8 \

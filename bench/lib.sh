@@ -10,3 +10,16 @@ bench_plugins() {
     fi
     export FI_PROVIDER_PATH=$BUILD/lib
 }
+
+# The machine under every table, since the ratios move with it: the CPU model, how many
+# CPUs, and the time one cache line takes to cross two of them (bench/line_floor.c),
+# the floor under any exchange within a host.
+bench_machine() {
+    local d model floor
+    d=$(mktemp -d)
+    cc -O2 -std=gnu11 -o "$d/line_floor" bench/line_floor.c
+    model=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
+    floor=$("$d/line_floor" 1000000 | awk '{print $2}')
+    rm -rf "$d"
+    echo "Machine: ${model:-unknown CPU}, $(nproc) CPUs; a cache line crosses two CPUs in $floor ns one way (bench/line_floor.c)."
+}

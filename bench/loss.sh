@@ -80,6 +80,8 @@ measure 7 8 "$LAT_ITERS"; lossy_lat=("${med[@]}")
 measure 6 1048576 "$BW_ITERS"; lossy_bw=("${med[@]}")
 echo "UDP packets dropped by nftables: $(netns_drop_count)" >&2
 
+bench_machine
+echo
 echo "| provider | 8 B usec/xfer, clean | with $LOSS % loss | ratio | 1 MiB MB/s, clean | with $LOSS % loss | ratio |"
 echo "|---|---|---|---|---|---|---|"
 for i in "${!PROVIDERS[@]}"; do

@@ -20,8 +20,6 @@ if [ "${1:-}" = "--quick" ]; then REPEAT=1 ITERS=2000; fi
 exe=$(mktemp -d)/mpi_pingpong
 trap 'rm -rf "$(dirname "$exe")"' EXIT
 mpicc -O2 -o "$exe" bench/mpi_pingpong.c
-# The floor under both: one cache line crossing the two CPUs (bench/line_floor.c).
-cc -O2 -std=gnu11 -Wall -Wextra -o "$(dirname "$exe")/line_floor" bench/line_floor.c
 
 common=(--allow-run-as-root --oversubscribe -np 2 --bind-to core)
 cxi=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include cxi -x FI_PROVIDER_PATH)
@@ -39,7 +37,8 @@ for _ in $(seq "$REPEAT"); do
     while read -r s us _; do v[$s]+="$us "; done < <(run "${vader[@]}")
 done
 echo "Open MPI $(mpirun --version 2>/dev/null | head -1 | awk '{print $NF}'), 2 ranks on one host, median of $REPEAT runs."
-echo "A cache line crosses the two CPUs in $("$(dirname "$exe")/line_floor" 1000000 | awk '{print $2}') ns one way (bench/line_floor.c)."
+echo
+bench_machine
 echo
 echo "| size | cxi (cm, mtl ofi) usec | vader (ob1) usec | cxi/vader (lower is better) |"
 echo "|---|---|---|---|"

@@ -15,6 +15,7 @@
 # (default: all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 scripts/build.sh >/dev/null  # incremental: measure what is checked out
 export FI_PROVIDER_PATH=$PWD/build/lib
 REPEAT=${REPEAT:-5}
@@ -66,6 +67,8 @@ row() {
     printf '| %s | %s | %s | %s (%s) |\n' "$name" "$c" "$s" "$ratio" "$better"
 }
 
+bench_machine
+echo
 echo "| measurement | cxi | shm | cxi/shm |"
 echo "|---|---|---|---|"
 if [[ $SECTIONS == *msg* ]]; then

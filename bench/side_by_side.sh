@@ -1,30 +1,34 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
-# Two builds of the plugins side by side: fi_pingpong over cxi, the builds taking turns
-# run by run, within one host and (as root) between two network namespaces. For "no
+# Two builds of the plugins side by side: fi_pingpong over cxi (and, between network
+# namespaces, usnic RDM), the builds taking turns run by run, within one host and (as
+# root) between two network namespaces. For "no
 # regression beyond noise" claims: build the previous commit elsewhere (git worktree)
 # and compare.
 #
 #   bench/side_by_side.sh OLD_BUILD NEW_BUILD        (each a build dir with lib/)
 #
 # R=<runs> pairs (default 8) after one warm-up each; medians and every run printed.
-# Within a host: 8 B, 64 KiB and 1 MiB; between namespaces (root only): 8 B and 1 MiB.
+# Within a host: 8 B, 64 KiB and 1 MiB; between namespaces (root only): 8 B and 1 MiB,
+# over cxi and over usnic RDM (usnic's device is the namespace's veth).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 OLD=${1:?old build dir}/lib NEW=${2:?new build dir}/lib
 R=${R:-8}
 port=$((47000 + $$ % 1000))
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-# One fi_pingpong pair: PLUGINS SIZE ITERS COLUMN [server-prefix client-prefix server-ip]
+# One fi_pingpong pair: PLUGINS SIZE ITERS COLUMN [server-prefix client-prefix server-ip];
+# the provider is $P (cxi unless set).
 one() {
     local dir=$1 size=$2 iters=$3 col=$4 srv=${5:-} cli=${6:-} ip=${7:-127.0.0.1} s
     port=$((port + 1))
-    $srv env FI_PROVIDER_PATH="$dir" timeout 60 fi_pingpong -p cxi -e rdm -S "$size" \
+    $srv env FI_PROVIDER_PATH="$dir" timeout 60 fi_pingpong -p "${P:-cxi}" -e rdm -S "$size" \
         -I "$iters" -B $port >/dev/null 2>&1 &
     s=$!
     sleep 0.3
-    $cli env FI_PROVIDER_PATH="$dir" timeout 60 fi_pingpong -p cxi -e rdm -S "$size" \
+    $cli env FI_PROVIDER_PATH="$dir" timeout 60 fi_pingpong -p "${P:-cxi}" -e rdm -S "$size" \
         -I "$iters" -P $port "$ip" 2>/dev/null | tail -1 | awk -v c="$col" '{print $c}'
     wait $s || true
 }
@@ -43,6 +47,8 @@ row() {
         "$(printf '%s\n' "${b[@]}" | median)" "${a[*]}" "${b[*]}"
 }
 
+bench_machine
+echo
 echo "| measurement | old (median) | new (median) | old runs | new runs |"
 echo "|---|---|---|---|---|"
 row "8 B usec/xfer, one host" 8 20000 7
@@ -53,4 +59,6 @@ if [ "$(id -u)" = 0 ]; then
     netns_up 9000 >/dev/null
     row "8 B usec/xfer, two namespaces" 8 20000 7 in_a in_b "$IP_A"
     row "1 MiB MB/s, two namespaces" 1048576 500 6 in_a in_b "$IP_A"
+    P=usnic row "usnic RDM 8 B usec/xfer, two namespaces" 8 20000 7 in_a in_b "$IP_A"
+    P=usnic row "usnic RDM 1 MiB MB/s, two namespaces" 1048576 500 6 in_a in_b "$IP_A"
 fi

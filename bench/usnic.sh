@@ -68,6 +68,8 @@ row() {
 
 load=$(cut -d' ' -f1 /proc/loadavg)
 echo "<!-- bench/usnic.sh REPEAT=$REPEAT LAT_ITERS=$LAT_ITERS BW_ITERS=$BW_ITERS MTU=$MTU, load $load -->"
+bench_machine
+echo
 echo "| measure | usnic | compared with | other | ratio |"
 echo "|---|---|---|---|---|"
 row "DGRAM 8 B latency (us)" dgram udp 7 -S 8 -I "$LAT_ITERS"

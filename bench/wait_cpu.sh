@@ -7,12 +7,15 @@
 #   bench/wait_cpu.sh [SECONDS]      (default 3 per point)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 scripts/build.sh >/dev/null
 export FI_PROVIDER_PATH=$PWD/build/lib
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cc -O2 -std=gnu11 -Wall -Wextra -o "$tmp/wait_cpu" bench/wait_cpu.c -lfabric
 s=${1:-3}
+bench_machine
+echo
 echo "| provider | wait object | blocked in | CPU (% of one core) |"
 echo "|---|---|---|---|"
 for point in "cxi fd sread" "cxi fd poll" "cxi unspec sread" "tcp;ofi_rxm fd sread" \

@@ -35,6 +35,23 @@ class OffloadClient {
     void note_app_call() {
         app_calls_.store(app_calls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     }
+    // The application's progress call: counted, then `fn` under `lock` unless another
+    // thread (the helper included) is progressing this client already.
+    template <class Lock, class Fn>
+    void app_progress(Lock &lock, Fn &&fn) {
+        note_app_call();
+        if (!lock.try_lock()) return;
+        fn();
+        lock.unlock();
+    }
+    // The helper's: the same without the count; false when the client was busy.
+    template <class Lock, class Fn>
+    bool helper_progress(Lock &lock, Fn &&fn) {
+        if (!lock.try_lock()) return false;
+        fn();
+        lock.unlock();
+        return true;
+    }
 
   private:
     std::atomic<uint64_t> app_calls_{0};

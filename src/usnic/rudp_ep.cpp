@@ -158,70 +158,80 @@ ssize_t RudpEp::send(const Op &op) {
         if (type_ == FI_EP_MSG) SN_REJECT(-FI_ENOTCONN, FI_LOG_EP_DATA, "endpoint not connected\n");
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "destination %lu is not in the AV\n", op.addr);
     }
-    if (tx_.size() >= tx_size_) return -FI_EAGAIN;
     if (!ch->alive()) return -FI_EHOSTUNREACH;
-    TxOp &t = tx_.emplace_back();
-    if (!payload_iov(op, t.iov)) {
-        tx_.pop_back();
+    TxOp *t = take_tx();
+    if (!t) return -FI_EAGAIN;
+    if (!payload_iov(op, t->iov)) {
+        release_tx(t);
         return -FI_EINVAL;
     }
-    t.count = op.count;
-    t.context = op.context;
-    t.signal = op.signal;
-    t.ch = ch;
-    for (size_t i = 0; i < t.count; i++)
-        t.len += t.iov[i].iov_len;
-    if ((op.flags & FI_INJECT) && t.len <= sizeof(t.inject)) {
+    t->count = op.count;
+    t->context = op.context;
+    t->signal = op.signal;
+    t->ch = ch;
+    for (size_t i = 0; i < t->count; i++)
+        t->len += t->iov[i].iov_len;
+    if ((op.flags & FI_INJECT) && t->len <= sizeof(t->inject)) {
         // The buffer is the caller's again on return: keep a copy.
         size_t off = 0;
-        for (size_t i = 0; i < t.count; i++) {
-            std::memcpy(t.inject + off, t.iov[i].iov_base, t.iov[i].iov_len);
-            off += t.iov[i].iov_len;
+        for (size_t i = 0; i < t->count; i++) {
+            std::memcpy(t->inject + off, t->iov[i].iov_base, t->iov[i].iov_len);
+            off += t->iov[i].iov_len;
         }
-        t.iov[0] = iovec{t.inject, t.len};
-        t.count = 1;
+        t->iov[0] = iovec{t->inject, t->len};
+        t->count = 1;
     }
-    pump(t);
+    // A channel's messages leave whole and in order: behind an earlier one still
+    // waiting for window, this one waits too.
+    if (!queued_behind(ch) && pump(*t))
+        unacked_.wait(t, ch, t->token);
+    else
+        sending_.push_back(t);
     work_.store(true, std::memory_order_relaxed);
     return 0;
+}
+
+RudpEp::TxOp *RudpEp::take_tx() {
+    if (tx_free_.empty()) {
+        if (tx_slots_.size() >= tx_size_) return nullptr;
+        tx_free_.reserve(tx_size_);
+        return &tx_slots_.emplace_back();
+    }
+    TxOp *t = tx_free_.back();
+    tx_free_.pop_back();
+    *t = TxOp{};
+    return t;
+}
+
+void RudpEp::release_tx(TxOp *op) {
+    tx_free_.push_back(op);
+}
+
+bool RudpEp::queued_behind(const Link *ch) const {
+    return std::any_of(sending_.begin(), sending_.end(),
+                       [ch](const TxOp *op) { return op->ch == ch; });
 }
 
 // Queue as many packets of `op` as the channel takes; true once all are queued.
 bool RudpEp::pump(TxOp &op) {
     Link *ch = op.ch;
-    size_t room = ch->max_packet() - sizeof(RudpHdr);
-    while (!op.done_sending) {
-        if (!ch->alive()) return false;
-        size_t n = std::min(room, op.len - op.sent);
-        RudpHdr h{uint8_t(RudpType::kData), kRudpVersion,      0,
-                  uint32_t(op.len),         uint32_t(op.sent), 0};
-        iovec parts[8];
-        size_t np = 0, skip = op.sent, want = n;
-        for (size_t i = 0; i < op.count && want; i++) {
-            size_t l = op.iov[i].iov_len;
-            if (skip >= l) {
-                skip -= l;
-                continue;
-            }
-            size_t take = std::min(l - skip, want);
-            parts[np++] = iovec{static_cast<uint8_t *>(op.iov[i].iov_base) + skip, take};
-            want -= take;
-            skip = 0;
-        }
-        // One payload piece stays the application's until the send completes (after the
-        // acknowledgement), so the channel may reference it instead of copying.
-        bool queued =
-            np == 1 ? ch->send_stable(&h, sizeof(h), parts[0].iov_base, parts[0].iov_len, true)
-                    : ch->send(&h, sizeof(h), parts, np, true);
-        if (!queued) break;  // window full
-        op.sent += n;
-        if (op.sent == op.len) {
-            op.done_sending = true;
-            op.token = ch->last_token();
-        }
-    }
+    if (!ch->alive()) return false;
+    auto packet = [&](size_t off, size_t n, bool) {
+        RudpHdr h{uint8_t(RudpType::kData), kRudpVersion, 0, uint32_t(op.len), uint32_t(off), 0};
+        iovec parts[kMaxIov];
+        size_t np = transport::msg::gather(op.iov, op.count, off, n, parts);
+        // One payload piece stays the application's until the send completes (after
+        // the acknowledgement), so the channel may reference it instead of copying.
+        return np == 1 ? ch->send_stable(&h, sizeof(h), parts[0].iov_base, parts[0].iov_len, true)
+                       : ch->send(&h, sizeof(h), parts, np, true);
+    };
+    const size_t room = ch->max_packet() - sizeof(RudpHdr);
+    // An empty message is one packet with no payload.
+    bool done =
+        op.len == 0 ? packet(0, 0, false) : transport::msg::cut(op.sent, op.len, room, packet);
+    if (done) op.token = ch->last_token();
     ch->flush();  // the batch leaves in one sendmmsg / segmentation-offload send
-    return op.done_sending;
+    return done;
 }
 
 ssize_t RudpEp::recv(const Op &op) {
@@ -242,7 +252,8 @@ ssize_t RudpEp::recv(const Op &op) {
 
 ssize_t RudpEp::size_left(bool tx) {
     SpinGuard g(lock_);
-    return static_cast<ssize_t>(tx ? tx_size_ - tx_.size() : rx_size_ - rx_.size());
+    size_t tx_used = tx_slots_.size() - tx_free_.size();
+    return static_cast<ssize_t>(tx ? tx_size_ - tx_used : rx_size_ - rx_.size());
 }
 
 bool RudpEp::deliver_from(const uint8_t *pkt, size_t len, transport::Link &from) {
@@ -257,14 +268,15 @@ bool RudpEp::deliver_from(const uint8_t *pkt, size_t len, transport::Link &from)
     // An MSG client learns its peer when the reply to its request arrives; the accepting
     // side may send first: hold such data in the channel until then.
     if (type_ == FI_EP_MSG && !peer_ch_) return false;
-    if (h.type != uint8_t(RudpType::kData) || h.version != kRudpVersion || h.offset > h.msg_len ||
-        plen > h.msg_len - h.offset || (type_ == FI_EP_MSG && &ch != peer_ch_)) {
+    if (h.type != uint8_t(RudpType::kData) || h.version != kRudpVersion ||
+        !transport::msg::within(h.offset, plen, h.msg_len) ||
+        (type_ == FI_EP_MSG && &ch != peer_ch_)) {
         malformed_++;
         SN_DBG(FI_LOG_EP_DATA, "dropped a malformed or stray packet\n");
         return true;
     }
     Reasm &r = reasm_[&ch];
-    if (!r.active) {
+    if (!r.msg.active()) {
         if (h.offset != 0) {
             malformed_++;
             return true;
@@ -272,60 +284,38 @@ bool RudpEp::deliver_from(const uint8_t *pkt, size_t len, transport::Link &from)
         if (rx_.empty()) return false;  // hold it in the channel until a receive is posted
         r.rx = rx_.front();
         rx_.pop_front();
-        r.active = true;
-        r.msg_len = h.msg_len;
-        r.got = 0;
+        r.msg.begin(h.msg_len);
     }
-    if (h.offset != r.got || h.msg_len != r.msg_len) {
+    if (!r.msg.accept(h.offset, plen, h.msg_len)) {
         malformed_++;
         return true;
     }
-    // Scatter into the receive's buffers; what does not fit is truncated.
-    const uint8_t *src = pkt + sizeof(h);
-    size_t at = h.offset, left = plen;
-    for (size_t i = 0; i < r.rx.count && left; i++) {
-        size_t l = r.rx.iov[i].iov_len;
-        if (at >= l) {
-            at -= l;
-            continue;
-        }
-        size_t n = std::min(l - at, left);
-        std::memcpy(static_cast<uint8_t *>(r.rx.iov[i].iov_base) + at, src, n);
-        src += n;
-        left -= n;
-        at = 0;
-    }
-    r.got += static_cast<uint32_t>(plen);
-    if (r.got == r.msg_len) complete_rx(r, ch);
+    // Into the receive's buffers; what does not fit is truncated.
+    transport::msg::scatter(r.rx.iov, r.rx.count, h.offset, pkt + sizeof(h), plen);
+    if (r.msg.finish()) complete_rx(r, ch);
     return true;
 }
 
 void RudpEp::complete_rx(Reasm &r, Link &from) {
-    r.active = false;
-    if (r.msg_len > r.rx.cap) {
-        push_rx_error(r.rx.context, FI_ETRUNC, r.rx.cap, r.msg_len - r.rx.cap);
+    const size_t len = r.msg.length();
+    if (len > r.rx.cap) {
+        push_rx_error(r.rx.context, FI_ETRUNC, r.rx.cap, len - r.rx.cap);
         return;
     }
     UAv *v = av();
     const sockaddr_in *peer = from.inet_peer();
     fi_addr_t src = v && peer ? v->reverse_of(*peer) : FI_ADDR_NOTAVAIL;
     // Lengths passed in and out include the prefix space, as on DGRAM endpoints.
-    push_rx(r.rx.context, r.msg_len + (prefix_ ? kPrefixSize : 0), src);
+    push_rx(r.rx.context, len + (prefix_ ? kPrefixSize : 0), src);
 }
 
 void RudpEp::progress() {
-    note_app_call();
-    if (!lock_.try_lock()) return;  // someone else is progressing this endpoint
-    progress_locked();
-    lock_.unlock();
+    app_progress(lock_, [this] { progress_locked(); });
 }
 
 bool RudpEp::offload_progress(bool readable) {
     (void)readable;
-    if (!lock_.try_lock()) return false;
-    progress_locked();
-    lock_.unlock();
-    return true;
+    return helper_progress(lock_, [this] { progress_locked(); });
 }
 
 void RudpEp::progress_locked() {
@@ -336,31 +326,29 @@ void RudpEp::progress_locked() {
         fail_channel(ch);
     failed_.clear();
     reap();
-    work_.store(!tx_.empty() || udp_->busy(), std::memory_order_relaxed);
+    bool work = !sending_.empty() || !unacked_.empty() || udp_->busy();
+    work_.store(work, std::memory_order_relaxed);
 }
 
 // Push what waits for window, complete what the peer acknowledged.
 void RudpEp::reap() {
     std::vector<Link *> &blocked = blocked_;  // a member: no allocation per progress
     blocked.clear();
-    for (auto it = tx_.begin(); it != tx_.end();) {
-        TxOp &op = *it;
-        if (!op.done_sending) {
-            bool earlier_blocked =
-                std::find(blocked.begin(), blocked.end(), op.ch) != blocked.end();
-            if (earlier_blocked || !pump(op)) {  // keep each channel's packets in order
-                blocked.push_back(op.ch);
-                ++it;
-                continue;
-            }
-        }
-        if (!op.ch->acked(op.token)) {
+    for (auto it = sending_.begin(); it != sending_.end();) {
+        TxOp *op = *it;
+        bool earlier_blocked = std::find(blocked.begin(), blocked.end(), op->ch) != blocked.end();
+        if (earlier_blocked || !pump(*op)) {  // keep each channel's packets in order
+            blocked.push_back(op->ch);
             ++it;
             continue;
         }
-        if (op.signal) push_tx(op.context, op.len);
-        it = tx_.erase(it);
+        it = sending_.erase(it);
+        unacked_.wait(op, op->ch, op->token);
     }
+    unacked_.reap([this](TxOp *op) {
+        if (op->signal) push_tx(op->context, op->len);
+        release_tx(op);
+    });
 }
 
 void RudpEp::fail_channel(Link *ch) {
@@ -368,16 +356,22 @@ void RudpEp::fail_channel(Link *ch) {
     const sockaddr_in *peer = ch->inet_peer();
     SN_WARN(FI_LOG_EP_DATA, "peer %s failed: %s\n", peer ? to_string(*peer).c_str() : "?",
             fi_strerror(err));
-    for (auto it = tx_.begin(); it != tx_.end();) {
-        if (it->ch != ch) {
+    auto failed = [this, err](TxOp *op) {
+        push_tx_error(op->context, err);
+        release_tx(op);
+    };
+    unacked_.fail(ch, failed);  // posted before those still sending
+    for (auto it = sending_.begin(); it != sending_.end();) {
+        if ((*it)->ch != ch) {
             ++it;
             continue;
         }
-        push_tx_error(it->context, err);
-        it = tx_.erase(it);
+        failed(*it);
+        it = sending_.erase(it);
     }
     auto r = reasm_.find(ch);
-    if (r != reasm_.end() && r->second.active) push_rx_error(r->second.rx.context, FI_EIO, 0, 0);
+    if (r != reasm_.end() && r->second.msg.active())
+        push_rx_error(r->second.rx.context, FI_EIO, 0, 0);
     reasm_.erase(ch);
 }
 

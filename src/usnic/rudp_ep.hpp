@@ -7,15 +7,17 @@
 
 #include <atomic>
 #include <deque>
-#include <list>
 #include <memory>
 #include <unordered_map>
 #include <vector>
 
 #include "common/lock.hpp"
+#include "transport/msg/ack_queue.hpp"
+#include "transport/msg/segments.hpp"
 #include "transport/offload.hpp"
 #include "transport/transport.hpp"
 #include "transport/udp/udp_endpoint.hpp"
+#include "usnic/caps.hpp"
 #include "usnic/endpoint.hpp"
 #include "usnic/rudp_wire.hpp"
 
@@ -74,29 +76,31 @@ class RudpEp final : public Endpoint,
   private:
     int enable() override;
     struct TxOp {
-        iovec iov[8];
+        iovec iov[kMaxIov];
         size_t count = 0;
         size_t len = 0, sent = 0;
         void *context = nullptr;
-        bool signal = false, started = false, done_sending = false;
+        bool signal = false;
         transport::Link *ch = nullptr;
-        uint64_t token = 0;
+        uint64_t token = 0;  // the link's token after the last packet
         uint8_t inject[64];
     };
     struct RxOp {
-        iovec iov[8];
+        iovec iov[kMaxIov];
         size_t count = 0, cap = 0;
         void *context = nullptr;
     };
     struct Reasm {
-        bool active = false;
         RxOp rx;
-        uint32_t msg_len = 0, got = 0;
+        transport::msg::Reassembly msg;
     };
     sockaddr_in local_name() const override;
     sockaddr_in udp_name() const;
     void progress_locked();
+    TxOp *take_tx();
+    void release_tx(TxOp *op);
     bool pump(TxOp &op);
+    bool queued_behind(const transport::Link *ch) const;
     void reap();
     void fail_channel(transport::Link *ch);
     void complete_rx(Reasm &r, transport::Link &from);
@@ -105,8 +109,13 @@ class RudpEp final : public Endpoint,
     mutable SpinLock lock_;  // every data call and progress; getname reads the CM name
     std::unique_ptr<transport::udp::UdpEndpoint> udp_;
     uint16_t bind_port_be_ = 0;
-    std::list<TxOp> tx_;   // in posting order (stable: packets reference inject copies)
-    std::deque<RxOp> rx_;  // posted, not yet matched
+    // Transmit slots: grown on demand up to tx_size (a deque keeps them in place, as
+    // packets reference inject copies), then reused: no allocation per send.
+    std::deque<TxOp> tx_slots_;
+    std::vector<TxOp *> tx_free_;
+    std::deque<TxOp *> sending_;              // in posting order, packets still to queue
+    transport::msg::AckQueue<TxOp> unacked_;  // all queued, waiting for the peer's ack
+    std::deque<RxOp> rx_;                     // posted, not yet matched
     std::unordered_map<transport::Link *, Reasm> reasm_;
     std::vector<transport::Link *> failed_, blocked_;
     std::atomic<Conn> conn_{Conn::kIdle};

@@ -85,6 +85,49 @@ TEST_P(SharedMsgTest, ReceivesCompleteInPostingOrder) {
     }
 }
 
+// Small sends posted right behind a large one (still waiting for window over a network)
+// must neither overtake it nor be cut into it: each receive matches its own message.
+TEST_P(SharedMsgTest, SmallSendsBehindALargeOneKeepTheirOrder) {
+    const size_t big = std::min(max_msg(), size_t(1) << 20);
+    const std::vector<size_t> sizes = {big, 8, 1, 3000, 64, 9000, 16};
+    std::vector<Buffer> src, dst;
+    std::vector<fi_context2> rctx(sizes.size()), sctx(sizes.size());
+    for (size_t i = 0; i < sizes.size(); i++) {
+        dst.push_back(buffer(b_, big));
+        ASSERT_OK(fi_recv(b_.ep.get(), dst[i].bytes.data(), big, dst[i].desc(), FI_ADDR_UNSPEC,
+                          &rctx[i]));
+    }
+    for (size_t i = 0; i < sizes.size(); i++) {
+        src.push_back(buffer(a_, sizes[i]));
+        fill(src[i].bytes, sizes[i], static_cast<unsigned>(i + 40));
+        ssize_t rc;
+        do {  // no progress between posts unless the queue is full
+            rc = fi_send(a_.ep.get(), src[i].bytes.data(), sizes[i], src[i].desc(), a_.peer,
+                         &sctx[i]);
+            if (rc == -FI_EAGAIN) fi_cq_read(a_.cq.get(), nullptr, 0);
+        } while (rc == -FI_EAGAIN);
+        ASSERT_OK(rc);
+    }
+    // Matching keeps posting order; completions need not (a rendezvous receive completes
+    // once its data is pulled, after the small ones behind it).
+    std::vector<int> seen(sizes.size());
+    for (size_t n = 0; n < sizes.size(); n++) {
+        fi_cq_msg_entry e;
+        ASSERT_EQ(1, wait_cq(b_, e)) << "completion " << n;
+        auto *ctx = static_cast<fi_context2 *>(e.op_context);
+        ASSERT_TRUE(ctx >= rctx.data() && ctx < rctx.data() + rctx.size()) << "a stray context";
+        size_t i = size_t(ctx - rctx.data());
+        EXPECT_EQ(1, ++seen[i]) << "receive " << i << " completed twice";
+        EXPECT_EQ(sizes[i], e.len) << "receive " << i << " got another message";
+        EXPECT_TRUE(intact(dst[i].bytes, sizes[i], static_cast<unsigned>(i + 40)))
+            << "message " << i;
+    }
+    for (size_t i = 0; i < sizes.size(); i++) {
+        fi_cq_msg_entry e;
+        ASSERT_EQ(1, wait_cq(a_, e)) << "send completion " << i;
+    }
+}
+
 TEST_P(SharedMsgTest, MessageSentBeforeItsReceiveIsKept) {
     Buffer src = buffer(a_, 100), dst = buffer(b_, 100);
     fill(src.bytes, 100, 7);

@@ -102,11 +102,9 @@ size_t PidEngine::unexpected(fi_cq_tagged_entry *e, size_t count, fi_addr_t *src
 }
 
 void PidEngine::progress() {
-    note_app_call();
     if (domain_.deferred().ready()) domain_.deferred().run();  // before taking our lock
-    if (!links_.is_open() || !lock_.try_lock()) return;        // someone else is progressing it
-    progress_locked();
-    lock_.unlock();
+    if (!links_.is_open()) return;
+    app_progress(lock_, [this] { progress_locked(); });
 }
 
 int PidEngine::offload_fd() {
@@ -128,10 +126,9 @@ bool PidEngine::offload_wanted() {
 bool PidEngine::offload_progress(bool readable) {
     if (domain_.deferred().ready()) domain_.deferred().run();
     if (readable) links_.ports().mark_active();  // the application polls the socket from now on
-    if (!lock_.try_lock()) return false;
-    if (links_.is_open()) progress_locked();
-    lock_.unlock();
-    return true;
+    return helper_progress(lock_, [this] {
+        if (links_.is_open()) progress_locked();
+    });
 }
 
 void PidEngine::progress_locked() {

@@ -37,21 +37,15 @@ void TxEngine::on_done(const WireHdr &h) {
 
 // Sends over a network link complete once the peer acknowledged their last packet.
 void TxEngine::check_acks() {
-    for (size_t i = 0; i < awaiting_ack_.size();) {
-        TxOp *op = awaiting_ack_[i];
-        if (!op->link->acked(op->ack.token)) {
-            i++;
-            continue;
-        }
-        awaiting_ack_.erase(awaiting_ack_.begin() + long(i));
+    awaiting_ack_.reap([this](TxOp *op) {
         op->ack.awaiting = false;
         complete(op, op->ack.err, op->ack.prov_errno);
-    }
+    });
 }
 
 void TxEngine::await_ack(TxOp *op, uint64_t token, int err, int prov_errno) {
     op->ack = AckState{true, token, err, prov_errno};
-    awaiting_ack_.push_back(op);
+    awaiting_ack_.wait(op, op->link, token);
 }
 
 void TxEngine::complete(TxOp *op, int err, int prov_errno) {
@@ -95,7 +89,7 @@ void TxEngine::complete_send(const SendArgs &a, int err, int prov_errno) {
 
 // The peer is gone: everything addressed to it fails instead of waiting forever.
 void TxEngine::fail_link(transport::Link *link, int err, int prov_errno) {
-    std::erase_if(awaiting_ack_, [link](TxOp *op) { return op->link == link; });
+    awaiting_ack_.drop(link);  // each completes below, with the pool's other operations
     std::erase_if(rnr_waiting_, [link](TxOp *op) { return op->link == link; });
     std::erase_if(ctrl_backlog_, [link](const CtrlPkt &c) { return c.link == link; });
     for (auto &op : pool_) {

@@ -10,6 +10,7 @@
 #include "cxi/core/pid_engine.hpp"
 #include "cxi/obj/domain.hpp"
 #include "cxi/prov/env.hpp"
+#include "transport/msg/segments.hpp"
 
 namespace softnic::cxi {
 
@@ -211,34 +212,36 @@ bool TxEngine::pump_msg(TxOp *op) {
     h.eager_len = e.len;
     h.flags |= (e.rdzv ? kWRdzv : 0) | (e.wait_done && !e.rdzv ? kWAckReq : 0) |
                (e.rdzv && e.len == op->a.len ? kWWhole : 0) | (op->rnr.ok ? kWRnrOk : 0);
-    while (!e.hdr_sent || e.sent < e.len) {
-        size_t n = std::min(room, e.len - e.sent);
-        if (e.hdr_sent) {
+    auto eager = [&](size_t off, size_t n, bool more) {
+        if (e.hdr_sent) {  // the first packet is the header (kMsg), the rest kData
             h.type = static_cast<uint8_t>(Pkt::kData);
-            h.offset = e.sent;
+            h.offset = off;
         }
         h.payload = static_cast<uint32_t>(n);
-        iovec iov{const_cast<uint8_t *>(base + e.sent), n};
-        if (!link->send(&h, sizeof(h), &iov, n ? 1 : 0, e.sent + n < e.len)) return false;
+        iovec iov{const_cast<uint8_t *>(base + off), n};
+        if (!link->send(&h, sizeof(h), &iov, n ? 1 : 0, more)) return false;
         domain_.count(C_CNTR_IXE_RX_PTL_UNRESTRICTED_PKT);
         e.hdr_sent = true;
-        e.sent += n;
+        return true;
+    };
+    if (!e.hdr_sent) {  // sent even for an empty message
+        const size_t n = std::min(room, e.len);
+        if (!eager(0, n, n < e.len)) return false;
+        e.sent = n;
     }
+    if (!transport::msg::cut(e.sent, e.len, room, eager)) return false;
     h.type = static_cast<uint8_t>(Pkt::kData);
     h.flags |= kWPulled;
     StreamState &s = op->stream;
-    while (s.off < s.end) {  // data the receiver asked for with kGetReq
-        size_t n = std::min(room, s.end - s.off);
-        h.offset = s.off;
+    // Data the receiver asked for with kGetReq. The buffer stays ours until the data is
+    // acknowledged (on_done waits for that), so the transport may send it without a copy.
+    return transport::msg::cut(s.off, s.end, room, [&](size_t off, size_t n, bool more) {
+        h.offset = off;
         h.payload = static_cast<uint32_t>(n);
-        bool more = s.off + n < s.end;  // the stream leaves in batches
-        // The buffer stays ours until the data is acknowledged (on_done waits for that),
-        // so the transport may send it without a copy.
-        if (!link->send_stable(&h, sizeof(h), base + s.off, n, more)) return false;
-        s.off += n;
+        if (!link->send_stable(&h, sizeof(h), base + off, n, more)) return false;
         s.token = link->last_token();
-    }
-    return true;
+        return true;
+    });
 }
 
 // Operations to one peer in a row (an FI_MORE batch) leave in one batched send.

@@ -9,6 +9,7 @@
 
 #include "cxi/core/tx_op.hpp"
 #include "cxi/core/wire.hpp"
+#include "transport/msg/ack_queue.hpp"
 #include "transport/transport.hpp"
 
 namespace softnic::cxi {
@@ -85,9 +86,9 @@ class TxEngine {
     List<TxOp> pending_;  // FIFO of operations still to (fully) transmit
     size_t pending_count_ = 0;
     bool holding_more_ = false;
-    std::vector<TxOp *> awaiting_ack_;  // transmitted, waiting for the network to acknowledge
-    std::vector<TxOp *> rnr_waiting_;   // refused by a receiver not ready: sent again when due
-    unsigned eagain_streak_ = 0;        // full-ring refusals in a row: check the peer is alive
+    transport::msg::AckQueue<TxOp> awaiting_ack_;  // transmitted, waiting for the peer's ack
+    std::vector<TxOp *> rnr_waiting_;  // refused by a receiver not ready: sent again when due
+    unsigned eagain_streak_ = 0;       // full-ring refusals in a row: check the peer is alive
     unsigned progress_calls_ = 0;
     struct CtrlPkt {  // kDone/kGetReq/kAtomicResp/kColl to retry
         transport::Link *link;

@@ -9,6 +9,7 @@
 #include "cxi/core/pid_engine.hpp"
 #include "cxi/obj/domain.hpp"
 #include "cxi/prov/env.hpp"
+#include "transport/msg/segments.hpp"
 
 namespace softnic::cxi {
 namespace {
@@ -143,9 +144,8 @@ void RxEngine::on_data(const WireHdr &h, const uint8_t *payload) {
         return;
     }
     RxMsg *m = it->second;
-    size_t end = h.offset + h.payload;
     if (!pulled) {
-        if (end > m->eager_len || end < h.offset) {  // out of bounds: drop
+        if (!transport::msg::within(h.offset, h.payload, m->eager_len)) {  // out of bounds: drop
             domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
             return;
         }
@@ -156,7 +156,7 @@ void RxEngine::on_data(const WireHdr &h, const uint8_t *payload) {
         finish_eager(m);
         return;
     }
-    if (end > m->want || h.offset < m->pull_from || end < h.offset) {
+    if (h.offset < m->pull_from || !transport::msg::within(h.offset, h.payload, m->want)) {
         domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
         return;
     }
