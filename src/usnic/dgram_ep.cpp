@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "common/log.hpp"
+#include "transport/udp/socket.hpp"
 #include "usnic/addr.hpp"
 #include "usnic/av.hpp"
 #include "usnic/caps.hpp"
@@ -47,26 +48,16 @@ DgramEp::~DgramEp() {
 int DgramEp::enable() {
     int ret = check_enable_cqs(-FI_EOPBADSTATE);
     if (ret) return ret;
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) SN_REJECT(-errno, FI_LOG_EP_CTRL, "socket: %s\n", strerror(errno));
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = domain_->device().ip_be;
-    a.sin_port = bind_port_be_;
-    int rc = ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a));
-    if (rc && errno == EADDRINUSE && is_service_port(a.sin_port)) {
-        SN_WARN(FI_LOG_EP_CTRL, "%s is taken: binding any free port\n", to_string(a).c_str());
-        a.sin_port = 0;
-        rc = ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a));
+    const uint32_t ip = ntohl(domain_->device().ip_be);
+    int fd = transport::udp::open_bound_socket(ip, ntohs(bind_port_be_), 4 << 20);
+    if (fd == -EADDRINUSE && is_service_port(bind_port_be_)) {
+        SN_WARN(FI_LOG_EP_CTRL, "port %u is taken: binding any free port\n", ntohs(bind_port_be_));
+        fd = transport::udp::open_bound_socket(ip, 0, 4 << 20);
     }
-    if (rc) {
-        int err = errno;
-        close(fd);
-        SN_REJECT(-err, FI_LOG_EP_CTRL, "bind %s: %s\n", to_string(a).c_str(), strerror(err));
-    }
-    int buf = 4 << 20, df = IP_PMTUDISC_DO;
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
-    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+    if (fd < 0)
+        SN_REJECT(fd, FI_LOG_EP_CTRL, "cannot open the UDP socket on port %u: %s\n",
+                  ntohs(bind_port_be_), strerror(-fd));
+    int df = IP_PMTUDISC_DO;
     setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &df, sizeof(df));  // never fragment, as the VIC
     fd_ = fd;
     attach_cqs(fd_);

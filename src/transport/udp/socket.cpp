@@ -77,23 +77,29 @@ UdpSocket::~UdpSocket() {
     if (fd_ >= 0) close(fd_);
 }
 
-int UdpSocket::open(uint32_t ip, uint16_t port, int buffer_bytes, bool offload) {
-    fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd_ < 0) return -errno;
+int open_bound_socket(uint32_t ip, uint16_t port, int buffer_bytes) {
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
     // Large buffers absorb bursts of a whole window; the FORCE variants need root.
-    if (setsockopt(fd_, SOL_SOCKET, SO_RCVBUFFORCE, &buffer_bytes, sizeof(int)) != 0)
-        setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof(int));
-    if (setsockopt(fd_, SOL_SOCKET, SO_SNDBUFFORCE, &buffer_bytes, sizeof(int)) != 0)
-        setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &buffer_bytes, sizeof(int));
-    int one = 1;  // learn about peers whose port is closed (ICMP port unreachable)
-    setsockopt(fd_, IPPROTO_IP, IP_RECVERR, &one, sizeof(one));
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer_bytes, sizeof(int)) != 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof(int));
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buffer_bytes, sizeof(int)) != 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer_bytes, sizeof(int));
     sockaddr_in a = make_sockaddr(ip, port);
-    if (bind(fd_, reinterpret_cast<sockaddr *>(&a), sizeof(a)) != 0) {
+    if (bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)) != 0) {
         int e = -errno;
-        close(fd_);
-        fd_ = -1;
+        close(fd);
         return e;
     }
+    return fd;
+}
+
+int UdpSocket::open(uint32_t ip, uint16_t port, int buffer_bytes, bool offload) {
+    int fd = open_bound_socket(ip, port, buffer_bytes);
+    if (fd < 0) return fd;
+    fd_ = fd;
+    int one = 1;  // learn about peers whose port is closed (ICMP port unreachable)
+    setsockopt(fd_, IPPROTO_IP, IP_RECVERR, &one, sizeof(one));
     if (offload) {  // kernels from 4.18 (segmentation) and 5.0 (receive coalescing)
         int size = 0;
         socklen_t sl = sizeof(size);

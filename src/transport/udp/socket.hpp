@@ -24,6 +24,11 @@ inline uint64_t sockaddr_key(const sockaddr_in &a) {
 }
 sockaddr_in make_sockaddr(uint32_t ipv4_host_order, uint16_t port);
 
+// A non-blocking UDP socket bound to ip:port (host order) with `buffer_bytes` of send and
+// receive buffer (past the system's limit where allowed): its descriptor, or -errno
+// (-EADDRINUSE when the port is taken). UdpSocket and usnic's DGRAM endpoints open theirs here.
+int open_bound_socket(uint32_t ip, uint16_t port, int buffer_bytes);
+
 // Received datagrams, valid until the next receive(). With receive offload one
 // buffer may hold several datagrams; count() and data(i) are per datagram.
 struct RecvBatch {
