@@ -48,6 +48,11 @@ ssize_t RxEngine::recv(const RecvArgs &a, Cntr *trig_cntr, bool triggered) {
         held_recvs_.push_back(op);
         return 0;
     }
+    // The common case: nothing held before it and nothing unexpected to look through.
+    if (!held_recvs_.head && !unexpected_[op->tagged].head && !(op->flags & FI_MULTI_RECV)) {
+        posted_[op->tagged].push_back(op);
+        return 0;
+    }
     held_recvs_.push_back(op);
     post_held_recvs();
     return 0;

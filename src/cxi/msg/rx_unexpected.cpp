@@ -21,6 +21,7 @@ RxEngine::~RxEngine() {
 }
 
 RxMsg *RxEngine::match_unexpected(const RecvArgs &a, bool skip_claimed) {
+    if (!unexpected_[a.tagged].head) return nullptr;
     RecvOp probe{};
     probe.tagged = a.tagged;
     probe.tag = a.tag;
