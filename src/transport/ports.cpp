@@ -51,7 +51,8 @@ int PortSet::open(const Address &self, const PortOptions &o, PeerTable &peers) {
         }
         RxQueue *q = &p->queue();
         bool always = p->polled_always();
-        opened.push_back(Entry{std::move(p), q, always});
+        Port::Signals sig = p->signals();
+        opened.push_back(Entry{std::move(p), q, always, sig});
     }
     ports_ = std::move(opened);
     return 0;

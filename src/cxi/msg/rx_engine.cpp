@@ -98,7 +98,8 @@ bool RxEngine::on_msg(const WireHdr &h, const uint8_t *payload) {
     RecvOp *op = match_posted(h, src);
     if (!op && rnr_refuse(h)) return true;
     if (op && h.payload == h.msg_len && !(h.flags & (kWRdzv | kWAckReq))) {
-        // The common case: a one-packet message for a posted receive, done in place.
+        if (receive_whole(op, h, payload, src, known)) return true;
+        // One packet for a posted receive, with a twist (multi-receive, truncation...).
         RxMsg local{key,       h.src_nic, h.src_pid,   src,     known,     h.tag,
                     h.cq_data, h.cookie,  h.rdzv_addr, h.flags, h.msg_len, h.eager_len};
         bind_receive(&local, op, true);
@@ -191,6 +192,34 @@ void RxEngine::complete_rx(RxMsg *m, int err, bool pooled) {
     if (pooled) free_msg(m);
 }
 
+// The common case: a one-packet message that fits a posted receive of its own, from a
+// known source. Copied and completed without a message record.
+bool RxEngine::receive_whole(RecvOp *op, const WireHdr &h, const uint8_t *payload, fi_addr_t src,
+                             bool known) {
+    if ((op->flags & (FI_MULTI_RECV | FI_DISCARD)) || h.msg_len > op->len ||
+        (!known && (engine_.caps() & FI_SOURCE_ERR)))
+        return false;
+    posted_[op->tagged].remove(op);
+    if (h.payload) std::memcpy(op->buf, payload, h.payload);
+    uint64_t flags = (op->tagged ? FI_TAGGED : FI_MSG) | FI_RECV;
+    if (h.flags & kWCqData) flags |= FI_REMOTE_CQ_DATA;
+    report_recv(op, flags, h.msg_len, nullptr, h.cq_data, op->tagged ? h.tag : 0, src);
+    recvs_.give(op);
+    return true;
+}
+
+// A receive's success: its counter, and its CQ entry unless it asked for none.
+void RxEngine::report_recv(const RecvOp *op, uint64_t flags, size_t len, uint8_t *buf,
+                           uint64_t data, uint64_t tag, fi_addr_t src) {
+    const CompletionBind &b = engine_.rx_bind();
+    Cntr *cntr = op->triggered ? op->trig_cntr : b.cntr;
+    if (cntr) cntr->inc(cntr->counts_bytes() ? len : 1);
+    bool wanted = !b.selective || (op->flags & FI_COMPLETION);
+    if (b.cq && (wanted || (flags & FI_MULTI_RECV)))
+        b.cq->push(Completion{op->context, wanted ? flags : FI_MULTI_RECV, wanted ? len : 0, buf,
+                              data, tag, src});
+}
+
 void RxEngine::complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *buf, int err,
                              size_t olen, bool truncated) {
     bool multi = op->flags & FI_MULTI_RECV;
@@ -209,15 +238,10 @@ void RxEngine::complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *bu
         err = FI_EADDRNOTAVAIL;
         peer = make_addr(m->src_nic, m->src_pid);
     }
-    Cntr *cntr = op->triggered ? op->trig_cntr : engine_.rx_bind().cntr;
     if (!err) {
-        if (cntr) cntr->inc(cntr->counts_bytes() ? len : 1);
-        bool wanted = !engine_.rx_bind().selective || (op->flags & FI_COMPLETION);
-        if (engine_.rx_bind().cq && (wanted || (flags & FI_MULTI_RECV)))
-            engine_.rx_bind().cq->push(Completion{op->context, wanted ? flags : FI_MULTI_RECV,
-                                                  wanted ? len : 0, buf, m ? m->data : 0,
-                                                  op->tagged && m ? m->tag : 0, src});
+        report_recv(op, flags, len, buf, m ? m->data : 0, op->tagged && m ? m->tag : 0, src);
     } else {
+        Cntr *cntr = op->triggered ? op->trig_cntr : engine_.rx_bind().cntr;
         if (cntr) cntr->inc_err();
         SN_LOG(err == FI_ETRUNC ? FI_LOG_INFO : FI_LOG_WARN, FI_LOG_EP_DATA,
                "receive %p failed: %s (%zu of %zu bytes)\n", op->context, fi_strerror(err), len,

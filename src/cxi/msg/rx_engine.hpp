@@ -60,6 +60,10 @@ class RxEngine {
     void place(RxMsg *m, size_t offset, const uint8_t *data, size_t n);
     void finish_eager(RxMsg *m);
     void complete_rx(RxMsg *m, int err, bool pooled = true);
+    bool receive_whole(RecvOp *op, const WireHdr &h, const uint8_t *payload, fi_addr_t src,
+                       bool known);
+    void report_recv(const RecvOp *op, uint64_t flags, size_t len, uint8_t *buf, uint64_t data,
+                     uint64_t tag, fi_addr_t src);
     void complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *buf, int err, size_t olen,
                        bool truncated = false);
     bool rnr_refuse(const WireHdr &h);

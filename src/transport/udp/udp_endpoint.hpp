@@ -65,6 +65,9 @@ class UdpEndpoint final : public RxQueue {
     // Work that needs polling even when the application does not call in.
     bool busy() const { return next_deadline_ || !ack_list_.empty() || !drain_list_.empty(); }
     void mark_active() { active_.store(true, std::memory_order_relaxed); }
+    // The two flags wants_poll() reads, for a port set that reads them directly.
+    const std::atomic<bool> &active_flag() const { return active_; }
+    const std::atomic<bool> &busy_flag() const { return busy_hint_; }
     const UdpConfig &config() const { return cfg_; }
     const UdpStats &stats() const { return stats_; }
     UdpSocket &socket() { return sock_; }

@@ -23,6 +23,7 @@ class UdpPort final : public Port {
     bool polled_always() const override { return false; }
     bool wants_poll() const override { return ep_->wants_poll(); }
     bool busy() const override { return ep_->busy(); }
+    Signals signals() const override { return {&ep_->active_flag(), &ep_->busy_flag()}; }
     int wake_fd() const override { return ep_->fd(); }
     void mark_active() override { ep_->mark_active(); }
     void linger() override { ep_->linger(); }
