@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "transport/naming.hpp"
 #include "transport/shm/shm_transport.hpp"

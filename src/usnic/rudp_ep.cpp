@@ -59,6 +59,7 @@ int RudpEp::create(Domain *domain, const fi_info &info, void *context, Endpoint 
 RudpEp::RudpEp(Domain *domain, const fi_info &info, void *context)
     : Endpoint(domain, info, context) {
     if (type_ == FI_EP_MSG) handle_.fid.cm = &ep_cm_ops_msg;
+    tx_free_.reserve(tx_size_);  // releasing a slot never allocates
 }
 
 RudpEp::~RudpEp() = default;
@@ -194,7 +195,6 @@ ssize_t RudpEp::send(const Op &op) {
 RudpEp::TxOp *RudpEp::take_tx() {
     if (tx_free_.empty()) {
         if (tx_slots_.size() >= tx_size_) return nullptr;
-        tx_free_.reserve(tx_size_);
         return &tx_slots_.emplace_back();
     }
     TxOp *t = tx_free_.back();

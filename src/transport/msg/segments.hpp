@@ -94,7 +94,6 @@ class Reassembly {
         active_ = false;
         return true;
     }
-    void abandon() { active_ = false; }
 
   private:
     bool active_ = false;
