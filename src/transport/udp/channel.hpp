@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "transport/transport.hpp"
+#include "transport/udp/congestion.hpp"
 #include "transport/udp/rel_wire.hpp"
 #include "transport/udp/socket.hpp"
 
@@ -88,6 +89,9 @@ class Channel final : public Link {
     void retransmit(uint64_t seq, uint64_t now);
     void fast_retransmit(uint64_t upto, uint64_t now);
     void release_acked(uint64_t upto, uint64_t now);
+    void take_rtt_sample(uint64_t sample);
+    uint64_t rto_from_estimate() const;
+    void note_delivered(const TxSlot &t, uint64_t now);
     TxSlot &tx(uint64_t seq) { return tx_[seq % tx_.size()]; }
     RxSlot &rx(uint64_t seq) { return rx_[seq % rx_.size()]; }
 
@@ -101,6 +105,8 @@ class Channel final : public Link {
     size_t inflight_bytes_ = 0;
     bool blocked_ = false;  // a send was refused for want of window
     std::vector<TxSlot> tx_;
+    CongestionWindow cwnd_;
+    uint64_t rack_sent_ns_ = 0;  // the latest send time among packets known to have arrived
     uint64_t rto_ns_, srtt_ns_ = 0, rttvar_ns_ = 0, min_rtt_ns_ = 0, deadline_ = 0;
     unsigned retries_ = 0;
     uint64_t last_heard_ns_;  // the peer's latest datagram (or our first attempt)
