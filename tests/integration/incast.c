@@ -18,12 +18,16 @@
  * The receiver prints one line:
  *   incast: senders S msgs M size B time T s goodput G MB/s share min/median/max A/B/C MB/s
  * where a sender's share is its bytes over the time its last message took to arrive.
+ * INCAST_MEMORY=1: after the last message, the receiver polls half a second more (the
+ * senders idle) and prints its heap per peer: once the senders' addresses are inserted,
+ * after the traffic and after the quiet half second; and its resident growth per peer.
  * Exit status: 0 all correct; 1 wrong data or a stall of INCAST_STALL_S seconds (default
  * 60); 2 an error completion (a peer declared dead included) or a failed call; 64 usage.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -210,6 +214,23 @@ static int check(const uint64_t *p, size_t words, uint64_t sender, uint64_t msg)
     return 1;
 }
 
+/* ---- memory: what the heap holds and what is resident ------------------------------ */
+
+static double heap_bytes(void) {
+    struct mallinfo2 m = mallinfo2();
+    return (double)(m.uordblks + m.hblkhd);
+}
+
+static double rss_bytes(void) {
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+        fclose(f);
+    }
+    return (double)resident * (double)sysconf(_SC_PAGESIZE);
+}
+
 /* ---- the receiver ------------------------------------------------------------------ */
 
 struct rop {
@@ -231,8 +252,8 @@ static int cmp_double(const void *a, const void *b) {
 
 static void post_recv(struct fab *f, struct rop *o, size_t size) {
     for (;;) {
-        ssize_t rc = fi_trecv(f->eps[0], o->buf, size, NULL, FI_ADDR_UNSPEC, (uint64_t)o->sender,
-                              0, &o->ctx);
+        ssize_t rc = fi_trecv(f->eps[0], o->buf, size, NULL, FI_ADDR_UNSPEC, (uint64_t)o->sender, 0,
+                              &o->ctx);
         if (!rc) return;
         if (rc != -FI_EAGAIN) die(2, "fi_trecv: %zd (%s)", rc, fi_strerror((int)-rc));
         struct fi_cq_tagged_entry e;
@@ -274,16 +295,19 @@ static int receiver(int port, int senders, uint64_t msgs, size_t size) {
     unsigned char name[ADDR_MAX];
     size_t name_len = sizeof(name), words = size / 8;
     if (!st || !ops || depth < 1) die(2, "out of memory, or INCAST_DEPTH < 1");
+    for (int i = 0; i < senders * depth; i++) {
+        ops[i].sender = i / depth;
+        ops[i].buf = aligned_alloc(64, size);
+        if (!ops[i].buf) die(2, "out of memory");
+    }
     fab_up(&f, 1, 0);
     CHECK(fi_getname(&f.eps[0]->fid, name, &name_len));
+    double heap0 = heap_bytes(), rss0 = rss_bytes();
     int nconn = gather(&f, port, senders, st, conns);
+    double heap_inserted = heap_bytes();
     for (int s = 0; s < senders; s++)
         for (int d = 0; d < depth && (uint64_t)d < msgs; d++) {
-            struct rop *o = &ops[s * depth + d];
-            o->sender = s;
-            o->buf = aligned_alloc(64, size);
-            if (!o->buf) die(2, "out of memory");
-            post_recv(&f, o, size);
+            post_recv(&f, &ops[s * depth + d], size);
         }
     for (int c = 0; c < nconn; c++) { /* the start: every sender learns our address */
         uint32_t len = (uint32_t)name_len;
@@ -309,8 +333,7 @@ static int receiver(int port, int senders, uint64_t msgs, size_t size) {
                 die(1, "sender %d: %zu bytes tag %lu", o->sender, ev[i].len,
                     (unsigned long)ev[i].tag);
             if (!check(o->buf, words, (uint64_t)o->sender, s->done_msgs))
-                die(1, "sender %d message %lu: wrong data", o->sender,
-                    (unsigned long)s->done_msgs);
+                die(1, "sender %d message %lu: wrong data", o->sender, (unsigned long)s->done_msgs);
             memset(o->buf, 0, size);
             left--;
             if (++s->done_msgs == msgs) s->finished = last - t0;
@@ -318,13 +341,27 @@ static int receiver(int port, int senders, uint64_t msgs, size_t size) {
         }
     }
     double t = now() - t0, *share = calloc((size_t)senders, sizeof(double));
+    double heap_active = heap_bytes(), rss_active = rss_bytes();
     for (int s = 0; s < senders; s++)
         share[s] = (double)msgs * (double)size / st[s].finished / 1e6;
     qsort(share, (size_t)senders, sizeof(double), cmp_double);
-    printf("incast: senders %d msgs %lu size %zu time %.3f s goodput %.1f MB/s share "
-           "min/median/max %.1f/%.1f/%.1f MB/s\n",
-           senders, (unsigned long)msgs, size, t, (double)senders * (double)msgs * (double)size / t / 1e6,
-           share[0], share[senders / 2], share[senders - 1]);
+    printf(
+        "incast: senders %d msgs %lu size %zu time %.3f s goodput %.1f MB/s share "
+        "min/median/max %.1f/%.1f/%.1f MB/s\n",
+        senders, (unsigned long)msgs, size, t,
+        (double)senders * (double)msgs * (double)size / t / 1e6, share[0], share[senders / 2],
+        share[senders - 1]);
+    if (getenv("INCAST_MEMORY")) { /* the senders stay, idle, while we poll a while */
+        struct fi_cq_tagged_entry e;
+        for (double quiet = now() + 0.5; now() < quiet;)
+            if (fi_cq_read(f.cq, &e, 1) == -FI_EAVAIL) error_exit(&f);
+        double per = 1.0 / senders;
+        printf(
+            "memory per peer (heap bytes): inserted %.0f, after traffic %.0f, quiet %.0f; "
+            "resident after traffic %.0f per peer\n",
+            (heap_inserted - heap0) * per, (heap_active - heap0) * per,
+            (heap_bytes() - heap0) * per, (rss_active - rss0) * per);
+    }
     fflush(stdout);
     for (int c = 0; c < nconn; c++) { /* done: senders may close */
         char d = 'D';
@@ -395,8 +432,8 @@ static int sender(const char *host, const char *port, int count, uint64_t msgs, 
             nready--;
         }
         struct fi_cq_tagged_entry ev[16];
-        ssize_t n = blocking && !nready ? fi_cq_sread(f.cq, ev, 16, NULL, 100)
-                                        : fi_cq_read(f.cq, ev, 16);
+        ssize_t n =
+            blocking && !nready ? fi_cq_sread(f.cq, ev, 16, NULL, 100) : fi_cq_read(f.cq, ev, 16);
         if (n == -FI_EAVAIL) error_exit(&f);
         if (n < 0 && n != -FI_EAGAIN) die(2, "fi_cq_read: %zd", n);
         for (ssize_t i = 0; i < n; i++) {
@@ -415,8 +452,8 @@ static int sender(const char *host, const char *port, int count, uint64_t msgs, 
 static uint64_t num(const char *s, uint64_t lo, uint64_t hi) {
     char *end;
     unsigned long long v = strtoull(s, &end, 0);
-    if (*end || v < lo || v > hi) die(64, "bad number %s (%llu..%llu)", s, (unsigned long long)lo,
-                                      (unsigned long long)hi);
+    if (*end || v < lo || v > hi)
+        die(64, "bad number %s (%llu..%llu)", s, (unsigned long long)lo, (unsigned long long)hi);
     return v;
 }
 
@@ -435,7 +472,8 @@ int main(int argc, char **argv) {
         return sender(argv[2], argv[3], (int)num(argv[4], 1, MAX_SENDERS), num(argv[5], 1, 1 << 30),
                       size);
     }
-    fprintf(stderr, "usage: incast recv PORT SENDERS MSGS SIZE\n"
-                    "       incast send HOST PORT COUNT MSGS SIZE\n");
+    fprintf(stderr,
+            "usage: incast recv PORT SENDERS MSGS SIZE\n"
+            "       incast send HOST PORT COUNT MSGS SIZE\n");
     return 64;
 }

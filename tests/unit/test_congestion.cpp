@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
-// The congestion window of a UDP channel on its own: how it grows, when it halves, how a
-// timeout collapses it, and that it stays between its floor and the flow-control window.
+// A UDP channel's congestion window and slot ring, on their own: how the window grows,
+// when it halves, how a timeout collapses it, that it stays between its floor and the
+// flow-control window; that the ring keeps each slot under its sequence as it resizes.
 #include <gtest/gtest.h>
 
 #include "transport/udp/congestion.hpp"
+#include "transport/udp/seq_ring.hpp"
 
 using softnic::transport::udp::CongestionWindow;
 
@@ -84,4 +86,37 @@ TEST(CongestionWindow, NeverBelowItsFloorNorAboveASmallWindow) {
         EXPECT_GE(w.packets(), CongestionWindow::kMin);
     }
     EXPECT_EQ(w.packets(), CongestionWindow::kMin);
+}
+
+// The slot ring under the window: sized by need, found by sequence.
+using softnic::transport::udp::SeqRing;
+
+TEST(SeqRing, GrowingKeepsEverySlotUnderItsSequence) {
+    SeqRing<uint64_t> r(16, 256);
+    EXPECT_EQ(r.size(), 16u);
+    uint64_t lo = 1000;  // any start: sequences run on past the ring's size
+    for (uint64_t s = lo; s < lo + 16; s++)
+        r[s] = s;
+    r.grow(lo, 40);
+    EXPECT_EQ(r.size(), 64u) << "the next power of two";
+    for (uint64_t s = lo; s < lo + 16; s++)
+        EXPECT_EQ(r[s], s);
+    r.grow(lo, 100000);
+    EXPECT_EQ(r.size(), 256u) << "never past the window";
+    for (uint64_t s = lo; s < lo + 16; s++)
+        EXPECT_EQ(r[s], s);
+}
+
+TEST(SeqRing, ShrinkingKeepsTheFirstSlotsFromTheLowSequence) {
+    SeqRing<uint64_t> r(16, 300);
+    EXPECT_EQ(r.max(), 512u) << "a window that is no power of two gets a ring that is";
+    r.grow(5, 200);
+    ASSERT_TRUE(r.grown());
+    for (uint64_t s = 5; s < 205; s++)
+        r[s] = s;
+    r.shrink(190);
+    EXPECT_FALSE(r.grown());
+    EXPECT_EQ(r.size(), 16u);
+    for (uint64_t s = 190; s < 205; s++)
+        EXPECT_EQ(r[s], s);
 }

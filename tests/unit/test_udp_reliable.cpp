@@ -341,6 +341,44 @@ TEST(UdpReliable, ManySendersIntoOneSmallBufferLoseNothing) {
     EXPECT_GT(cuts, 0u) << "the buffer overflowed: the congestion windows should have shrunk";
 }
 
+// A channel's slots grow with a burst (a window of packets in flight) and go back to a
+// few once the endpoint has been quiet: an idle peer costs little.
+TEST(UdpReliable, ABurstGrowsTheSlotsAndQuietGivesThemBack) {
+    UdpConfig c;
+    Pair p(c, c);
+    ASSERT_TRUE(p.a && p.b);
+    Channel *ab = p.a->link_to(kIpB, p.port_b());
+    size_t idle = ab->slot_count();
+    EXPECT_LE(idle, 32u);
+    CheckingSink sa, sb;
+    std::vector<uint8_t> buf(1000);
+    uint64_t sent = 0, most = 0;
+    for (int spins = 0; sent < 3000 || !ab->acked(sent); spins++) {
+        ASSERT_LT(spins, 10000000);
+        for (int k = 0; k < 64 && sent < 3000; k++) {
+            std::memcpy(buf.data(), &sent, 8);
+            size_t len = packet_size(sent, buf.size());
+            for (size_t j = 8; j < len; j++)
+                buf[j] = uint8_t(sent + j);
+            iovec iov{buf.data() + 8, len - 8};
+            if (!ab->send(buf.data(), 8, &iov, 1, true)) break;
+            sent++;
+        }
+        ab->flush();
+        most = std::max<uint64_t>(most, ab->slot_count());
+        p.b->poll(sb, 64);
+        p.a->poll(sa, 64);
+    }
+    EXPECT_EQ(sb.next, 3000u);
+    EXPECT_EQ(sb.bad, 0u);
+    EXPECT_GT(most, idle) << "a window of packets in flight needs more than the first slots";
+    for (int i = 0; i < 100000; i++) {  // quiet: nothing arrives
+        p.a->poll(sa, 64);
+        p.b->poll(sb, 64);
+    }
+    EXPECT_EQ(ab->slot_count(), idle);
+}
+
 TEST(UdpReliable, GarbageIsCountedNotTrusted) {
     UdpConfig c;
     int err = 0;

@@ -13,6 +13,7 @@ namespace {
 constexpr size_t kKeepSlotBytes = 4096;      // larger buffers are freed once acknowledged
 constexpr unsigned kRtoBurst = 8;            // packets resent when the timer fires
 constexpr uint64_t kInitialRtoNs = 2000000;  // before a round trip was measured (first contact)
+constexpr uint32_t kInitialSlots = 16;       // per direction; grown on demand up to the window
 
 // Expand a 32-bit wire sequence to the 64-bit one nearest to `near`.
 int64_t seq_delta(uint32_t wire, uint64_t near) {
@@ -26,11 +27,12 @@ Channel::Channel(UdpEndpoint &ep, const sockaddr_in &peer, uint32_t epoch)
       peer_(peer),
       epoch_(epoch),
       peer_limit_(ep.config().window),
-      tx_(ep.config().window),
+      tx_(kInitialSlots, ep.config().window),
       cwnd_(ep.config().window),
       rto_ns_(std::min<uint64_t>(kInitialRtoNs, uint64_t(ep.config().rto_max_us) * 1000)),
       last_heard_ns_(now_ns()),
-      rx_(ep.config().window) {}
+      rx_(kInitialSlots, ep.config().window),
+      rx_window_(ep.config().window) {}
 
 Channel::~Channel() = default;
 
@@ -51,7 +53,7 @@ void Channel::fill_ack(RelHdr &h) {
     h.flags |= kRelAckValid;
     h.ack_epoch = peer_epoch_;
     h.ack = uint32_t(rcv_next_);
-    h.window = uint32_t(deliv_next_ + rx_.size());
+    h.window = uint32_t(deliv_next_ + rx_window_);
     if (rx_high_ <= rcv_next_ + 1) return;  // nothing out of order
     uint64_t end = std::min({deliv_next_ + rx_.size(), rcv_next_ + 65, rx_high_});
     for (uint64_t s = rcv_next_ + 1; s < end; s++)
@@ -76,7 +78,8 @@ bool Channel::enqueue(const void *hdr, size_t hdr_len, const iovec *iov, size_t 
         copied += iov[i].iov_len;
     size_t total = copied + ref.iov_len;
     const UdpConfig &cfg = ep_.config();
-    bool window_full = next_seq_ - una_ >= cwnd_.packets() || next_seq_ >= peer_limit_;
+    uint64_t in_flight = next_seq_ - una_;
+    bool window_full = in_flight >= cwnd_.packets() || next_seq_ >= peer_limit_;
     if (window_full || (una_ != next_seq_ && inflight_bytes_ + total > cfg.window_bytes) ||
         total > cfg.max_datagram) {
         blocked_ = true;
@@ -84,6 +87,7 @@ bool Channel::enqueue(const void *hdr, size_t hdr_len, const iovec *iov, size_t 
         ep_.socket().flush();
         return false;
     }
+    if (in_flight == tx_.size()) tx_.grow(una_, in_flight + 1);
     TxSlot &s = tx(next_seq_);
     if (s.cap < copied) {
         s.cap = uint32_t(std::max<size_t>(copied, 256));
@@ -157,8 +161,9 @@ void Channel::on_ack(const RelHdr &h, uint64_t now) {
     uint64_t a = una_ + uint64_t(d);
     heard_ = true;
     retries_ = 0;
+    timeout_cut_ = false;
     uint64_t limit = a + uint64_t(int64_t(seq_delta(h.window, a)));
-    if (limit > peer_limit_ && limit <= a + tx_.size()) peer_limit_ = limit;
+    if (limit > peer_limit_ && limit <= a + tx_.max()) peer_limit_ = limit;
     if (a > una_) {
         ep_.socket().flush();  // queued datagrams may point into the slots we free
         release_acked(a, now);
@@ -279,9 +284,14 @@ uint64_t Channel::on_timer(uint64_t now) {
     if (una_ == next_seq_) {
         send_ack(RelType::kProbe);  // the window is closed: ask for an update
     } else {
-        // The peer may only be slow: resend what the shrunk window allows, not the lot.
-        cwnd_.on_timeout(next_seq_, retries_ == 1);
-        ep_.count_congestion();
+        // A window that timed out shrinks, and only what it allows is resent: the peer
+        // may only be slow. A lone packet's first timeout says nothing of congestion (a
+        // request the peer answers late): the window stays.
+        if (next_seq_ - una_ > 1 || retries_ >= 2) {
+            cwnd_.on_timeout(next_seq_, !timeout_cut_);
+            timeout_cut_ = true;
+            ep_.count_congestion();
+        }
         unsigned n = 0, burst = std::min(kRtoBurst, cwnd_.packets());
         for (uint64_t s = una_; s < next_seq_ && n < burst; s++)
             if (!tx(s).sacked) {
@@ -332,6 +342,14 @@ void Channel::fail(State why) {
     ep_.channel_failed(this);
 }
 
+void Channel::trim() {
+    if (state_ != State::kOpen || una_ != next_seq_ || blocked_ || backlogged_ ||
+        rx_high_ > deliv_next_)
+        return;
+    tx_.shrink(una_);
+    rx_.shrink(deliv_next_);
+}
+
 void Channel::reset_rx(uint32_t epoch) {
     have_peer_epoch_ = true;
     peer_epoch_ = epoch;
@@ -360,7 +378,8 @@ void Channel::on_data(const RelHdr &h, const uint8_t *body, size_t len, PacketSi
     }
     int64_t d = seq_delta(h.seq, deliv_next_);
     ep_.need_ack(this);
-    if (d < 0 || uint64_t(d) >= rx_.size() || rx(deliv_next_ + uint64_t(d)).present) {
+    if (d < 0 || uint64_t(d) >= rx_window_ ||
+        (uint64_t(d) < rx_.size() && rx(deliv_next_ + uint64_t(d)).present)) {
         ack_urgent_ = true;  // a duplicate: our acknowledgement was probably lost
         ep_.count_duplicate();
         return;
@@ -379,6 +398,7 @@ void Channel::on_data(const RelHdr &h, const uint8_t *body, size_t len, PacketSi
         return;
     }
     rx_unacked_++;
+    if (uint64_t(d) >= rx_.size()) rx_.grow(deliv_next_, uint64_t(d) + 1);  // to hold it
     store(rx(s), body, len);
     rx_high_ = std::max(rx_high_, s + 1);
     if (s == deliv_next_ && !backlogged_) {
