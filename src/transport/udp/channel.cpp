@@ -13,7 +13,6 @@ namespace {
 constexpr size_t kKeepSlotBytes = 4096;      // larger buffers are freed once acknowledged
 constexpr unsigned kRtoBurst = 8;            // packets resent when the timer fires
 constexpr uint64_t kInitialRtoNs = 2000000;  // before a round trip was measured (first contact)
-constexpr uint32_t kInitialSlots = 16;       // per direction; grown on demand up to the window
 
 // Expand a 32-bit wire sequence to the 64-bit one nearest to `near`.
 int64_t seq_delta(uint32_t wire, uint64_t near) {
@@ -27,12 +26,10 @@ Channel::Channel(UdpEndpoint &ep, const sockaddr_in &peer, uint32_t epoch)
       peer_(peer),
       epoch_(epoch),
       peer_limit_(ep.config().window),
-      tx_(kInitialSlots, ep.config().window),
-      cwnd_(ep.config().window),
+      tx_(ep.config().window),
       rto_ns_(std::min<uint64_t>(kInitialRtoNs, uint64_t(ep.config().rto_max_us) * 1000)),
       last_heard_ns_(now_ns()),
-      rx_(kInitialSlots, ep.config().window),
-      rx_window_(ep.config().window) {}
+      rx_(ep.config().window) {}
 
 Channel::~Channel() = default;
 
@@ -53,7 +50,7 @@ void Channel::fill_ack(RelHdr &h) {
     h.flags |= kRelAckValid;
     h.ack_epoch = peer_epoch_;
     h.ack = uint32_t(rcv_next_);
-    h.window = uint32_t(deliv_next_ + rx_window_);
+    h.window = uint32_t(deliv_next_ + rx_.size());
     if (rx_high_ <= rcv_next_ + 1) return;  // nothing out of order
     uint64_t end = std::min({deliv_next_ + rx_.size(), rcv_next_ + 65, rx_high_});
     for (uint64_t s = rcv_next_ + 1; s < end; s++)
@@ -78,8 +75,7 @@ bool Channel::enqueue(const void *hdr, size_t hdr_len, const iovec *iov, size_t 
         copied += iov[i].iov_len;
     size_t total = copied + ref.iov_len;
     const UdpConfig &cfg = ep_.config();
-    uint64_t in_flight = next_seq_ - una_;
-    bool window_full = in_flight >= cwnd_.packets() || next_seq_ >= peer_limit_;
+    bool window_full = next_seq_ - una_ >= tx_.size() || next_seq_ >= peer_limit_;
     if (window_full || (una_ != next_seq_ && inflight_bytes_ + total > cfg.window_bytes) ||
         total > cfg.max_datagram) {
         blocked_ = true;
@@ -87,7 +83,6 @@ bool Channel::enqueue(const void *hdr, size_t hdr_len, const iovec *iov, size_t 
         ep_.socket().flush();
         return false;
     }
-    if (in_flight == tx_.size()) tx_.grow(una_, in_flight + 1);
     TxSlot &s = tx(next_seq_);
     if (s.cap < copied) {
         s.cap = uint32_t(std::max<size_t>(copied, 256));
@@ -161,9 +156,8 @@ void Channel::on_ack(const RelHdr &h, uint64_t now) {
     uint64_t a = una_ + uint64_t(d);
     heard_ = true;
     retries_ = 0;
-    timeout_cut_ = false;
     uint64_t limit = a + uint64_t(int64_t(seq_delta(h.window, a)));
-    if (limit > peer_limit_ && limit <= a + tx_.max()) peer_limit_ = limit;
+    if (limit > peer_limit_ && limit <= a + tx_.size()) peer_limit_ = limit;
     if (a > una_) {
         ep_.socket().flush();  // queued datagrams may point into the slots we free
         release_acked(a, now);
@@ -174,9 +168,7 @@ void Channel::on_ack(const RelHdr &h, uint64_t now) {
         if (!(h.sack >> i & 1)) continue;
         uint64_t s = a + 1 + i;
         if (s >= next_seq_) break;
-        TxSlot &t = tx(s);
-        if (!t.sacked) note_delivered(t, now);
-        t.sacked = true;
+        tx(s).sacked = true;
         top = s;
     }
     if (top) fast_retransmit(top, now);
@@ -188,10 +180,20 @@ void Channel::release_acked(uint64_t upto, uint64_t now) {
     bool clean = upto - una_ <= 32;
     for (uint64_t s = una_; clean && s < upto; s++)
         clean = tx(s).tries == 1 && !tx(s).sacked;
-    if (clean) take_rtt_sample(now - tx(upto - 1).sent_ns);
+    if (clean) {
+        uint64_t sample = now - tx(upto - 1).sent_ns;
+        if (!min_rtt_ns_ || sample < min_rtt_ns_) min_rtt_ns_ = sample;
+        if (!srtt_ns_) {
+            srtt_ns_ = sample;
+            rttvar_ns_ = sample / 2;
+        } else {
+            uint64_t dev = sample > srtt_ns_ ? sample - srtt_ns_ : srtt_ns_ - sample;
+            rttvar_ns_ = (3 * rttvar_ns_ + dev) / 4;
+            srtt_ns_ = (7 * srtt_ns_ + sample) / 8;
+        }
+    }
     for (uint64_t s = una_; s < upto; s++) {
         TxSlot &t = tx(s);
-        if (!t.sacked) note_delivered(t, now);
         inflight_bytes_ -= t.len + t.ref_len;
         t.len = t.ref_len = 0;
         t.ref = nullptr;
@@ -200,37 +202,19 @@ void Channel::release_acked(uint64_t upto, uint64_t now) {
             t.cap = 0;
         }
     }
-    cwnd_.on_acked(upto - una_, upto);
     una_ = upto;
+    const UdpConfig &cfg = ep_.config();
+    // The timer follows the measured round trip, with a floor near the link's own (three
+    // times the fastest round trip seen), not a fixed millisecond: a lost lone packet
+    // costs about one round trip more, as on the hardware. Backing off on each timeout
+    // keeps a merely slow peer from drawing a storm.
+    uint64_t floor = std::max<uint64_t>(uint64_t(cfg.rto_min_us) * 1000, 3 * min_rtt_ns_);
+    rto_ns_ = std::clamp<uint64_t>(srtt_ns_ + 4 * rttvar_ns_, floor,
+                                   std::max<uint64_t>(floor, uint64_t(cfg.rto_max_us) * 1000));
     if (una_ != next_seq_)
         ep_.arm_timer(deadline_ = now + rto_ns_);
     else
         deadline_ = 0;
-}
-
-// The timer follows the measured round trip, with a floor near the link's own (three
-// times the fastest round trip seen), not a fixed millisecond: a lost lone packet costs
-// about one round trip more, as on the hardware. It is recomputed only from a fresh
-// sample, so the backing off of each timeout holds until the peer proves fast again:
-// a receiver that stalls (descheduled, overloaded) does not draw a resend per round trip.
-void Channel::take_rtt_sample(uint64_t sample) {
-    if (!min_rtt_ns_ || sample < min_rtt_ns_) min_rtt_ns_ = sample;
-    if (!srtt_ns_) {
-        srtt_ns_ = sample;
-        rttvar_ns_ = sample / 2;
-    } else {
-        uint64_t dev = sample > srtt_ns_ ? sample - srtt_ns_ : srtt_ns_ - sample;
-        rttvar_ns_ = (3 * rttvar_ns_ + dev) / 4;
-        srtt_ns_ = (7 * srtt_ns_ + sample) / 8;
-    }
-    rto_ns_ = rto_from_estimate();
-}
-
-uint64_t Channel::rto_from_estimate() const {
-    const UdpConfig &cfg = ep_.config();
-    uint64_t floor = std::max<uint64_t>(uint64_t(cfg.rto_min_us) * 1000, 3 * min_rtt_ns_);
-    return std::clamp<uint64_t>(srtt_ns_ + 4 * rttvar_ns_, floor,
-                                std::max<uint64_t>(floor, uint64_t(cfg.rto_max_us) * 1000));
 }
 
 void Channel::retransmit(uint64_t seq, uint64_t now) {
@@ -246,33 +230,18 @@ void Channel::retransmit(uint64_t seq, uint64_t now) {
     ep_.count_retransmit();
 }
 
-// For loss detection: the latest send time known to have arrived. An acknowledgement
-// sooner than a round trip after a resend answers the first sending, not the resend.
-void Channel::note_delivered(const TxSlot &t, uint64_t now) {
-    if (t.tries > 1 && now - t.sent_ns < min_rtt_ns_) return;
-    rack_sent_ns_ = std::max(rack_sent_ns_, t.sent_ns);
-}
-
-// A packet is lost when one sent after it has arrived (RACK, RFC 8985), give or take a
-// quarter of the fastest round trip for reordering. A packet resent is judged again only
-// by what was sent after the resend, so one loss draws one resend, however many
-// acknowledgements arrive before the resend is answered. The first loss of a window
-// halves the congestion window.
+// Packets below a selectively acknowledged one that have been out for a while are lost.
 void Channel::fast_retransmit(uint64_t upto, uint64_t now) {
-    uint64_t reorder = min_rtt_ns_ / 4;
-    bool lost = false;
+    uint64_t age = std::max<uint64_t>(2 * min_rtt_ns_, 30000);
     for (uint64_t s = una_; s < upto; s++) {
         TxSlot &t = tx(s);
-        if (t.sacked || t.sent_ns + reorder >= rack_sent_ns_) continue;
-        retransmit(s, now);
-        lost = true;
+        if (!t.sacked && now - t.sent_ns >= age) retransmit(s, now);
     }
-    if (lost && cwnd_.on_loss(una_, next_seq_)) ep_.count_congestion();
 }
 
 uint64_t Channel::on_timer(uint64_t now) {
     if (state_ != State::kOpen) return 0;
-    if (blocked_ && next_seq_ < peer_limit_ && next_seq_ - una_ < cwnd_.packets()) blocked_ = false;
+    if (blocked_ && next_seq_ < peer_limit_ && next_seq_ - una_ < tx_.size()) blocked_ = false;
     if (una_ == next_seq_ && !blocked_) return deadline_ = 0;
     if (!deadline_) deadline_ = now + rto_ns_;
     if (now < deadline_) return deadline_;
@@ -284,16 +253,8 @@ uint64_t Channel::on_timer(uint64_t now) {
     if (una_ == next_seq_) {
         send_ack(RelType::kProbe);  // the window is closed: ask for an update
     } else {
-        // A window that timed out shrinks, and only what it allows is resent: the peer
-        // may only be slow. A lone packet's first timeout says nothing of congestion (a
-        // request the peer answers late): the window stays.
-        if (next_seq_ - una_ > 1 || retries_ >= 2) {
-            cwnd_.on_timeout(next_seq_, !timeout_cut_);
-            timeout_cut_ = true;
-            ep_.count_congestion();
-        }
-        unsigned n = 0, burst = std::min(kRtoBurst, cwnd_.packets());
-        for (uint64_t s = una_; s < next_seq_ && n < burst; s++)
+        unsigned n = 0;
+        for (uint64_t s = una_; s < next_seq_ && n < kRtoBurst; s++)
             if (!tx(s).sacked) {
                 retransmit(s, now);
                 n++;
@@ -306,11 +267,10 @@ uint64_t Channel::on_timer(uint64_t now) {
 std::string Channel::describe() const {
     char b[256];
     snprintf(b, sizeof(b),
-             "una %lu next %lu limit %lu cwnd %u inflight %zu blocked %d rto %lu us retries %u | "
+             "una %lu next %lu limit %lu inflight %zu blocked %d rto %lu us retries %u | "
              "rx deliv %lu rcv %lu high %lu backlog %d | epoch %x peer %x",
-             una_, next_seq_, peer_limit_, cwnd_.packets(), inflight_bytes_, blocked_,
-             rto_ns_ / 1000, retries_, deliv_next_, rcv_next_, rx_high_, backlogged_, epoch_,
-             peer_epoch_);
+             una_, next_seq_, peer_limit_, inflight_bytes_, blocked_, rto_ns_ / 1000, retries_,
+             deliv_next_, rcv_next_, rx_high_, backlogged_, epoch_, peer_epoch_);
     return b;
 }
 
@@ -342,14 +302,6 @@ void Channel::fail(State why) {
     ep_.channel_failed(this);
 }
 
-void Channel::trim() {
-    if (state_ != State::kOpen || una_ != next_seq_ || blocked_ || backlogged_ ||
-        rx_high_ > deliv_next_)
-        return;
-    tx_.shrink(una_);
-    rx_.shrink(deliv_next_);
-}
-
 void Channel::reset_rx(uint32_t epoch) {
     have_peer_epoch_ = true;
     peer_epoch_ = epoch;
@@ -378,27 +330,21 @@ void Channel::on_data(const RelHdr &h, const uint8_t *body, size_t len, PacketSi
     }
     int64_t d = seq_delta(h.seq, deliv_next_);
     ep_.need_ack(this);
-    if (d < 0 || uint64_t(d) >= rx_window_ ||
-        (uint64_t(d) < rx_.size() && rx(deliv_next_ + uint64_t(d)).present)) {
+    if (d < 0 || uint64_t(d) >= rx_.size() || rx(deliv_next_ + uint64_t(d)).present) {
         ack_urgent_ = true;  // a duplicate: our acknowledgement was probably lost
         ep_.count_duplicate();
         return;
     }
     if (ep_.closing()) return;  // not acknowledged: the sender learns it was not taken
     uint64_t s = deliv_next_ + uint64_t(d);
+    rx_unacked_++;
     heard_ = true;
     if (s == deliv_next_ && !backlogged_ && sink.deliver_from(body, len, *this)) {
         deliv_next_++;
         rcv_next_ = std::max(rcv_next_, deliv_next_);
-        // Counted after the delivery: a reply the protocol sent from inside it carried
-        // the acknowledgement of what came before this packet only, and must not settle
-        // what is owed for this one.
-        rx_unacked_++;
         if (rx(deliv_next_).present) drain(sink);
         return;
     }
-    rx_unacked_++;
-    if (uint64_t(d) >= rx_.size()) rx_.grow(deliv_next_, uint64_t(d) + 1);  // to hold it
     store(rx(s), body, len);
     rx_high_ = std::max(rx_high_, s + 1);
     if (s == deliv_next_ && !backlogged_) {

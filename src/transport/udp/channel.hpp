@@ -13,9 +13,7 @@
 #include <vector>
 
 #include "transport/transport.hpp"
-#include "transport/udp/congestion.hpp"
 #include "transport/udp/rel_wire.hpp"
-#include "transport/udp/seq_ring.hpp"
 #include "transport/udp/socket.hpp"
 
 namespace softnic::transport::udp {
@@ -62,9 +60,6 @@ class Channel final : public Link {
     uint64_t on_timer(uint64_t now);
     bool busy() const { return una_ != next_seq_ || blocked_; }
     void fail(State why);
-    // Quiet: give back the slots grown for a burst (nothing in flight, nothing held).
-    void trim();
-    size_t slot_count() const { return tx_.size() + rx_.size(); }
 
     bool in_ack_list = false, in_drain_list = false;
 
@@ -93,11 +88,8 @@ class Channel final : public Link {
     void retransmit(uint64_t seq, uint64_t now);
     void fast_retransmit(uint64_t upto, uint64_t now);
     void release_acked(uint64_t upto, uint64_t now);
-    void take_rtt_sample(uint64_t sample);
-    uint64_t rto_from_estimate() const;
-    void note_delivered(const TxSlot &t, uint64_t now);
-    TxSlot &tx(uint64_t seq) { return tx_[seq]; }
-    RxSlot &rx(uint64_t seq) { return rx_[seq]; }
+    TxSlot &tx(uint64_t seq) { return tx_[seq % tx_.size()]; }
+    RxSlot &rx(uint64_t seq) { return rx_[seq % rx_.size()]; }
 
     UdpEndpoint &ep_;
     sockaddr_in peer_;
@@ -108,19 +100,15 @@ class Channel final : public Link {
     uint64_t next_seq_ = 0, una_ = 0, peer_limit_;
     size_t inflight_bytes_ = 0;
     bool blocked_ = false;  // a send was refused for want of window
-    SeqRing<TxSlot> tx_;
-    CongestionWindow cwnd_;
-    uint64_t rack_sent_ns_ = 0;  // the latest send time among packets known to have arrived
+    std::vector<TxSlot> tx_;
     uint64_t rto_ns_, srtt_ns_ = 0, rttvar_ns_ = 0, min_rtt_ns_ = 0, deadline_ = 0;
     unsigned retries_ = 0;
-    bool timeout_cut_ = false;  // the window was cut since the last acknowledgement
-    uint64_t last_heard_ns_;    // the peer's latest datagram (or our first attempt)
+    uint64_t last_heard_ns_;  // the peer's latest datagram (or our first attempt)
     // Receive stream.
     bool have_peer_epoch_ = false;
     uint32_t peer_epoch_ = 0;
     uint64_t deliv_next_ = 0, rcv_next_ = 0, rx_high_ = 0;
-    SeqRing<RxSlot> rx_;
-    uint32_t rx_window_;  // packets past the next to deliver the peer may send
+    std::vector<RxSlot> rx_;
     bool backlogged_ = false, ack_urgent_ = false;
     unsigned rx_unacked_ = 0;
     RelHdr ack_buf_{};  // a queued ACK / PROBE lives here until the socket flushes

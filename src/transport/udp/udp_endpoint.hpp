@@ -33,7 +33,6 @@ struct UdpConfig {
 
 struct UdpStats {
     uint64_t malformed = 0, duplicates = 0, retransmits = 0, foreign = 0;
-    uint64_t congestion = 0;  // congestion window cuts (losses and timeouts)
 };
 
 class UdpEndpoint final : public RxQueue {
@@ -80,7 +79,6 @@ class UdpEndpoint final : public RxQueue {
     void channel_failed(Channel *c);
     void count_duplicate() { stats_.duplicates++; }
     void count_retransmit() { stats_.retransmits++; }
-    void count_congestion() { stats_.congestion++; }
 
   private:
     explicit UdpEndpoint(const UdpConfig &cfg);
