@@ -392,13 +392,15 @@ static int have_everything(void) {
     return 1;
 }
 
-static int all_done(void) {
+static int peer_done(int r) {
     char file[64], c;
-    for (int r = 0; r < nranks; r++) {
-        if (r == me || peers[r].dead) continue;
-        snprintf(file, sizeof(file), "done.%d", r);
-        if (get_file(file, &c, 1) < 0) return 0;
-    }
+    snprintf(file, sizeof(file), "done.%d", r);
+    return get_file(file, &c, 1) >= 0;
+}
+
+static int all_done(void) {
+    for (int r = 0; r < nranks; r++)
+        if (r != me && !peers[r].dead && !peer_done(r)) return 0;
     return 1;
 }
 
@@ -425,10 +427,14 @@ static void run(void) {
         }
         busy |= progress();
         double t = now();
-        /* Waiting for a peer we send nothing more: a probe finds out whether it lives. */
+        /* Waiting for a peer we send nothing more, for its data or for its done file (it
+         * may have been killed after its last message reached us): a probe finds out
+         * whether it lives. */
         if (dst < 0 && t >= next_probe) {
             for (int r = 0; r < nranks && nfree > 0; r++)
-                if (r != me && !peers[r].dead && peers[r].got < expect_from) send_one(r, 1);
+                if (r != me && !peers[r].dead &&
+                    (peers[r].got < expect_from || (done_written && !peer_done(r))))
+                    send_one(r, 1);
             next_probe = t + 1.0;
         }
         if (!done_written && dst < 0 && nfree == SW && have_everything()) {

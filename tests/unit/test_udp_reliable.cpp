@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <ctime>
 #include <random>
 #include <vector>
 
@@ -238,6 +239,85 @@ TEST(UdpReliable, PausedPeerDrawsABoundedNumberOfRetransmissions) {
     EXPECT_EQ(0u, sb.bad);
     EXPECT_GT(resent, 0u);
     EXPECT_LE(resent, 8u * 16) << "at most 8 packets per timeout, 16 doublings";
+}
+
+// A peer may say a packet arrived (selectively) and then acknowledge only up to it: its
+// last acknowledgement was lost, or it answered from inside a delivery. The sender's
+// timeout must still resend that packet; trusting the selective acknowledgement left
+// nothing to resend while the peer owed nothing, and the peer was declared dead.
+TEST(UdpReliable, ATimeoutResendsThePacketThePeerSaidItHeld) {
+    UdpConfig c;
+    c.rto_max_us = 2000;
+    int err = 0;
+    auto a = UdpEndpoint::open(kIpA, 0, c, err);
+    ASSERT_TRUE(a);
+    UdpSocket peer;  // a hand-driven peer
+    ASSERT_EQ(peer.open(kIpB, 0, 1 << 16, false), 0);
+    Channel *ab = a->link_to(kIpB, peer.port());
+    ASSERT_NE(ab, nullptr);
+    for (uint64_t n = 0; n < 2; n++) {
+        iovec iov{&n, sizeof(n)};
+        ASSERT_TRUE(ab->send(&n, sizeof(n), &iov, 1, n == 0));
+    }
+    RecvBatch batch(16, c.max_datagram, false);
+    std::vector<sockaddr_in> refused;
+    auto resent = [&](uint32_t seq, uint64_t polls) {  // whether A sends DATA `seq` again
+        CheckingSink s;
+        for (uint64_t i = 0; i < polls; i++) {
+            a->poll(s, 64);
+            size_t got = peer.receive(batch, refused);
+            for (size_t k = 0; k < got; k++) {
+                RelHdr h;
+                std::memcpy(&h, batch.data(k), sizeof(h));
+                if (h.type == uint8_t(RelType::kData) && h.seq == seq) return true;
+            }
+        }
+        return false;
+    };
+    uint32_t epoch = 0;
+    {
+        CheckingSink s;
+        size_t seen = 0;
+        for (int i = 0; i < 100000 && seen < 2; i++) {
+            a->poll(s, 64);
+            size_t got = peer.receive(batch, refused);
+            for (size_t k = 0; k < got; k++, seen++)
+                std::memcpy(&epoch, batch.data(k) + offsetof(RelHdr, epoch), sizeof(epoch));
+        }
+        ASSERT_EQ(seen, 2u);
+    }
+    auto ack = [&](uint32_t upto, uint64_t sack) {
+        RelHdr h{};
+        h.magic = kRelMagic;
+        h.version = kRelVersion;
+        h.type = uint8_t(RelType::kAck);
+        h.flags = kRelAckValid;
+        h.epoch = 77;
+        h.ack_epoch = epoch;
+        h.ack = upto;
+        h.window = upto + 256;
+        h.sack = sack;
+        peer.queue(make_sockaddr(kIpA, a->socket().port()), &h, sizeof(h));
+        peer.flush();
+    };
+    ack(0, 1);  // "1 arrived, 0 did not"
+    ack(1, 0);  // then "0 arrived", and nothing more is ever said about 1
+    EXPECT_TRUE(resent(1, 2000000)) << ab->describe();
+    EXPECT_FALSE(ab->acked(2));
+}
+
+// Stream epochs follow the clock, whatever its value, so that a restarted process's
+// streams are newer than its previous incarnation's: numbering them 1, 2, 3 (as happened
+// whenever the clock's value had its top bit set) made a restarted peer look older, and
+// its packets were dropped as stale.
+TEST(UdpReliable, StreamEpochsFollowTheClock) {
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint32_t clock = uint32_t((uint64_t(ts.tv_sec) * 1000000 + uint64_t(ts.tv_nsec) / 1000) >> 4);
+    uint32_t e1 = next_epoch(), e2 = next_epoch();
+    EXPECT_GT(int32_t(e2 - e1), 0) << "later streams are newer";
+    int64_t off = int32_t(e1 - clock);
+    EXPECT_LT(off < 0 ? -off : off, 1 << 22) << "epoch " << e1 << " clock " << clock;
 }
 
 TEST(UdpReliable, GarbageIsCountedNotTrusted) {

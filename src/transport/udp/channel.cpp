@@ -253,6 +253,11 @@ uint64_t Channel::on_timer(uint64_t now) {
     if (una_ == next_seq_) {
         send_ack(RelType::kProbe);  // the window is closed: ask for an update
     } else {
+        // The first packet not acknowledged is resent even when the peer said it holds
+        // it: only the cumulative acknowledgement binds (RFC 6675). Else, once the
+        // peer's last acknowledgement is lost, nothing is left to resend, the peer owes
+        // nothing, and both wait in silence until the peer is declared dead.
+        tx(una_).sacked = false;
         unsigned n = 0;
         for (uint64_t s = una_; s < next_seq_ && n < kRtoBurst; s++)
             if (!tx(s).sacked) {
@@ -342,6 +347,11 @@ void Channel::on_data(const RelHdr &h, const uint8_t *body, size_t len, PacketSi
     if (s == deliv_next_ && !backlogged_ && sink.deliver_from(body, len, *this)) {
         deliv_next_++;
         rcv_next_ = std::max(rcv_next_, deliv_next_);
+        // Past the packets already held, before they are handed on: an answer sent from
+        // inside their delivery must not acknowledge less than an earlier selective
+        // acknowledgement said had arrived.
+        while (rcv_next_ < deliv_next_ + rx_.size() && rx(rcv_next_).present)
+            rcv_next_++;
         if (rx(deliv_next_).present) drain(sink);
         return;
     }

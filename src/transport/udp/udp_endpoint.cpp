@@ -22,7 +22,12 @@ uint32_t next_epoch() {
     uint32_t prev = last.load();
     uint32_t e;
     do {
-        e = int32_t(t - prev) > 0 ? t : prev + 1;
+        // The first stream of a process starts from the clock (so that a restarted
+        // process's streams are newer than its previous incarnation's), later ones
+        // count on from there. A plain comparison with 0 would be wrong half of the
+        // time: the clock's value compares as "older" when its top bit is set, and every
+        // process would then number its streams 1, 2, 3...
+        e = prev == 0 || int32_t(t - prev) > 0 ? t : prev + 1;
     } while (!last.compare_exchange_weak(prev, e));
     return e;
 }
