@@ -316,6 +316,12 @@ void Channel::reset_rx(uint32_t epoch) {
     backlogged_ = false;
 }
 
+// The next sequence expected moves past the packets already held out of order.
+void Channel::skip_held() {
+    while (rcv_next_ < deliv_next_ + rx_.size() && rx(rcv_next_).present)
+        rcv_next_++;
+}
+
 void Channel::store(RxSlot &r, const uint8_t *body, size_t len) {
     if (r.cap < len) {
         r.cap = uint32_t(std::max<size_t>(len, 256));
@@ -350,8 +356,7 @@ void Channel::on_data(const RelHdr &h, const uint8_t *body, size_t len, PacketSi
         // Past the packets already held, before they are handed on: an answer sent from
         // inside their delivery must not acknowledge less than an earlier selective
         // acknowledgement said had arrived.
-        while (rcv_next_ < deliv_next_ + rx_.size() && rx(rcv_next_).present)
-            rcv_next_++;
+        skip_held();
         if (rx(deliv_next_).present) drain(sink);
         return;
     }
@@ -362,8 +367,7 @@ void Channel::on_data(const RelHdr &h, const uint8_t *body, size_t len, PacketSi
         ep_.need_drain(this);
     }
     if (s == rcv_next_) {
-        while (rcv_next_ < deliv_next_ + rx_.size() && rx(rcv_next_).present)
-            rcv_next_++;
+        skip_held();
     } else {
         ack_urgent_ = true;  // a gap: tell the sender at once
     }
@@ -385,8 +389,7 @@ bool Channel::drain(PacketSink &sink) {
         }
         deliv_next_++;
         rcv_next_ = std::max(rcv_next_, deliv_next_);
-        while (rcv_next_ < deliv_next_ + rx_.size() && rx(rcv_next_).present)
-            rcv_next_++;
+        skip_held();
         rx_unacked_++;  // the window moved: the sender hears of it with the next ack
         ep_.need_ack(this);
     }

@@ -84,6 +84,7 @@ class Channel final : public Link {
     void on_ack(const RelHdr &h, uint64_t now);
     void on_data(const RelHdr &h, const uint8_t *body, size_t len, PacketSink &sink);
     void reset_rx(uint32_t epoch);
+    void skip_held();
     void store(RxSlot &s, const uint8_t *body, size_t len);
     void retransmit(uint64_t seq, uint64_t now);
     void fast_retransmit(uint64_t upto, uint64_t now);
