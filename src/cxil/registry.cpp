@@ -35,12 +35,21 @@ struct Record {
     uint8_t pad[3];
 };
 
-// A descriptor as the registry may hold it.
+// A descriptor as the registry may hold it. Enum and bool fields are checked as
+// raw bytes: loading an out-of-range value through its own type is already undefined.
 bool sane(const Record &r) {
     const cxi_svc_desc &d = r.desc;
     if (d.svc_id < 1 || d.num_vld_vnis > CXI_SVC_MAX_VNIS) return false;
-    for (const auto &m : d.members)
-        if (m.type < CXI_SVC_MEMBER_IGNORE || m.type >= CXI_SVC_MEMBER_MAX) return false;
+    for (const auto &m : d.members) {
+        int type;
+        static_assert(sizeof(type) == sizeof(m.type));
+        std::memcpy(&type, &m.type, sizeof(type));
+        if (type < CXI_SVC_MEMBER_IGNORE || type >= CXI_SVC_MEMBER_MAX) return false;
+    }
+    uint8_t tcs[sizeof(d.tcs)];
+    std::memcpy(tcs, d.tcs, sizeof(tcs));
+    for (uint8_t b : tcs)
+        if (b > 1) return false;
     return r.vni_min <= r.vni_max && r.exclusive_cp <= 1;
 }
 

@@ -109,6 +109,23 @@ grep -q "Operation not permitted" <<<"$out" || fail "non-root disable: $out"
 "$CXI_SERVICE" delete -s "$svc" | grep -q "Successfully deleted service: $svc" || fail "delete"
 ok "disable, enable, delete (root only)"
 
+# A damaged registry is refused whole, never half used: a traffic-class flag that is
+# neither 0 nor 1 (offset 10 of struct cxi_svc_desc, in the last 16-byte-header record).
+"$CXI_SERVICE" create -y "$registry/svc.yaml" >/dev/null || fail "create again"
+cp "$registry/cxi0.services" "$registry/good"
+python3 - "$registry/cxi0.services" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+count = struct.unpack_from("<I", b, 8)[0]
+b[16 + (len(b) - 16) // count * (count - 1) + 10] = 2
+open(sys.argv[1], "wb").write(b)
+PY
+out=$("$CXI_SERVICE" list 2>&1) && fail "a damaged registry was listed: $out"
+grep -q "Input/output error" <<<"$out" || fail "damaged registry: $out"
+mv "$registry/good" "$registry/cxi0.services"
+"$CXI_SERVICE" list >/dev/null || fail "the restored registry"
+ok "a registry with a bad flag byte is reported damaged (EIO)"
+
 out=$("$CXI_STAT") || fail "cxi_stat"
 for label in "Device: cxi0" "NID: " "Link MTU: " "Link state: "; do
     grep -q "$label" <<<"$out" || fail "cxi_stat shows '$label': $out"
