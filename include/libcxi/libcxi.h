@@ -14,6 +14,7 @@
 #ifndef SOFTNIC_LIBCXI_H
 #define SOFTNIC_LIBCXI_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -50,6 +51,14 @@ enum cxi_rsrc_type {
     CXI_RSRC_TYPE_TLE = 6,
     CXI_RSRC_TYPE_AC = 7,
     CXI_RSRC_TYPE_MAX = 8,
+};
+
+/* Names of the resource types, indexed by enum cxi_rsrc_type (launchers print them). */
+#if defined(__GNUC__)
+__attribute__((unused))
+#endif
+static const char *const cxi_rsrc_type_strs[CXI_RSRC_TYPE_MAX] = {
+    "PTEs", "TXQs", "TGQs", "EQs", "CTs", "LEs", "TLEs", "ACs",
 };
 
 enum cxi_svc_member_type {

@@ -73,8 +73,7 @@ bool reservations_fit(const std::vector<Service> &svcs, const cxi_svc_desc &d,
 }  // namespace
 
 const char *rsrc_name(int type) {
-    static const char *const names[] = {"PTEs", "TXQs", "TGQs", "EQs", "CTs", "LEs", "TLEs", "ACs"};
-    return type >= 0 && type < CXI_RSRC_TYPE_MAX ? names[type] : "(invalid)";
+    return type >= 0 && type < CXI_RSRC_TYPE_MAX ? cxi_rsrc_type_strs[type] : "(invalid)";
 }
 
 const char *tc_name(int tc) {
