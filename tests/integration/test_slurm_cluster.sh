@@ -4,7 +4,8 @@
 # CXI service per job step through this build's libcxi.so, the steps get their VNIs, MPI
 # runs over cxi across two nodes on them, and jobs cannot reach each other. Needs root
 # and a Slurm built --with-hpe-slingshot whose plugin loads this build's libcxi.so
-# (SLURM_PREFIX; see cxi_service(1), SLURM); skipped (77) otherwise.
+# (SLURM_PREFIX; see cxi_service(1), SLURM); skipped (77) otherwise. With MPICH_PREFIX,
+# an MPICH (ch4:ofi) runs across the nodes too.
 . "$(dirname "$0")/lib.sh"
 here=$(cd "$(dirname "$0")/../.." && pwd)
 SLURM_PREFIX=${SLURM_PREFIX:-}
@@ -14,7 +15,7 @@ plugin=$SLURM_PREFIX/lib/slurm/switch_hpe_slingshot.so
     { echo "SKIP: no Slurm with switch/hpe_slingshot (SLURM_PREFIX='$SLURM_PREFIX')"; exit 77; }
 LIBCXI=${LIBCXI:?path of this build\'s libcxi.so}
 MPI_CHECK=${MPI_CHECK:?path of mpi_check} COLL_MPI=${COLL_MPI:?path of coll_mpi}
-CXI_SERVICE=${CXI_SERVICE:?path of cxi_service}
+CXI_SERVICE=${CXI_SERVICE:?path of cxi_service} CXI_STAT=${CXI_STAT:?path of cxi_stat}
 # The plugin dlopens the libcxi path its configure baked in: it must be this build's.
 baked=$(strings "$plugin" | grep -m1 '/libcxi\.so$' || true)
 [ "$(readlink -f "$baked")" = "$(readlink -f "$LIBCXI")" ] ||
@@ -82,6 +83,32 @@ out=$(cluster run timeout 120 srun -N 2 -n 4 --mpi=$mpi --network=job_vni,single
     "$COLL_MPI" check 2>&1) || fail "coll_mpi: $out"
 grep -q "all collective checks passed (4 members)" <<<"$out" || fail "coll_mpi: $out"
 ok "srun -N 2 -n 4 --network=job_vni,single_node_vni coll_mpi: 4 ranks, collectives checked"
+# MPICH (ch4:ofi) too, where MPICH_PREFIX names one: PMI-2 from srun, libfabric held to cxi.
+if [ -x "${MPICH_PREFIX:-}/bin/mpicc" ]; then
+    "$MPICH_PREFIX/bin/mpicc" -I"$here/tests/integration" "$here/tests/integration/mpi_check.c" \
+        -o "$work/mpich_check" || fail "mpicc of MPICH"
+    out=$(FI_PROVIDER=cxi cluster run timeout 120 srun -N 2 -n 2 --mpi=pmi2 "$work/mpich_check" 2>&1) ||
+        fail "MPICH mpi_check: $out"
+    grep -q "all checks passed" <<<"$out" || fail "MPICH mpi_check: $out"
+    ok "srun -N 2 -n 2 --mpi=pmi2 mpi_check built with MPICH ($MPICH_PREFIX): checks passed"
+fi
+
+# cxi_stat on a node counts a running step's traffic.
+cat >"$work/stream.sh" <<EOF
+#!/bin/sh
+[ "\$SLURM_PROCID" = 0 ] && exec timeout 30 fi_pingpong -p cxi -e rdm -B 47989 -S 4096 -I 500000
+sleep 0.5
+exec timeout 30 fi_pingpong -p cxi -e rdm -P 47989 -S 4096 -I 500000 n1
+EOF
+chmod 755 "$work/stream.sh"
+cluster run timeout 60 srun -N 2 -n 2 "$work/stream.sh" >"$work/stream.log" 2>&1 &
+step=$!
+sleep 2
+out=$(cluster node n1 "$CXI_STAT" -r -p 1)
+wait $step || fail "the streaming step: $(cat "$work/stream.log")"
+rx=$(sed -n 's/.*UDP datagrams in: \([0-9]*\).*/\1/p' <<<"$out")
+[ "${rx:-0}" -gt 0 ] || fail "cxi_stat -r on n1 saw no traffic: $out"
+ok "cxi_stat -r on n1 counts the step's traffic: $rx UDP datagrams/s in"
 
 # 4. Two jobs at once, each on its own VNI: job A serves fi_pingpong on n1, job B's
 # clients on n2 address it. Where the VNIs' UDP ports differ nothing listens there;
