@@ -15,6 +15,7 @@ plugin=$SLURM_PREFIX/lib/slurm/switch_hpe_slingshot.so
     { echo "SKIP: no Slurm with switch/hpe_slingshot (SLURM_PREFIX='$SLURM_PREFIX')"; exit 77; }
 LIBCXI=${LIBCXI:?path of this build\'s libcxi.so}
 MPI_CHECK=${MPI_CHECK:?path of mpi_check} COLL_MPI=${COLL_MPI:?path of coll_mpi}
+MPI_SOAK=${MPI_SOAK:?path of mpi_soak}
 CXI_SERVICE=${CXI_SERVICE:?path of cxi_service} CXI_STAT=${CXI_STAT:?path of cxi_stat}
 # The plugin dlopens the libcxi path its configure baked in: it must be this build's.
 baked=$(strings "$plugin" | grep -m1 '/libcxi\.so$' || true)
@@ -79,6 +80,10 @@ out=$(cluster run timeout 120 srun -N 2 -n 2 --mpi=$mpi "$MPI_CHECK" 2>&1) ||
     fail "mpi_check: $out"
 grep -q "all checks passed" <<<"$out" || fail "mpi_check: $out"
 ok "srun -N 2 -n 2 --mpi=$mpi mpi_check: Open MPI (cm, mtl ofi, cxi) checks passed"
+out=$(SOAK_SECONDS=3 cluster run timeout 120 srun -N 2 -n 4 --mpi=$mpi --network=job_vni \
+    "$MPI_SOAK" 2>&1) || fail "mpi_soak: $out"
+grep -q "all checks passed" <<<"$out" || fail "mpi_soak: $out"
+ok "srun -N 2 -n 4 --network=job_vni mpi_soak: $(grep -o '[0-9]* messages, [0-9]* bytes' <<<"$out"), all checked"
 out=$(cluster run timeout 120 srun -N 2 -n 4 --mpi=$mpi --network=job_vni,single_node_vni \
     "$COLL_MPI" check 2>&1) || fail "coll_mpi: $out"
 grep -q "all collective checks passed (4 members)" <<<"$out" || fail "coll_mpi: $out"
