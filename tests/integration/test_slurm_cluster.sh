@@ -28,7 +28,9 @@ SOFTNIC_CLUSTER_DIR=$(mktemp -d -p /var/tmp)
 work=$(mktemp -d -p /var/tmp)
 chmod 755 "$work"
 cluster() { "$here/scripts/cluster.sh" "$@"; }
-trap 'cluster down >/dev/null 2>&1; rm -rf "$work" "$SOFTNIC_CLUSTER_DIR"' EXIT
+made_user=
+trap 'cluster down >/dev/null 2>&1; rm -rf "$work" "$SOFTNIC_CLUSTER_DIR"
+      [ -z "$made_user" ] || userdel "$made_user"' EXIT
 # What srun carries to the tasks: the provider, and Open MPI on cxi (cm + mtl ofi).
 export OMPI_MCA_pml=cm OMPI_MCA_mtl=ofi OMPI_MCA_mtl_ofi_provider_include=cxi OMPI_MCA_btl=self
 
@@ -89,7 +91,7 @@ out=$(cluster run timeout 120 srun -N 2 -n 4 --mpi=$mpi --network=job_vni,single
 grep -q "all collective checks passed (4 members)" <<<"$out" || fail "coll_mpi: $out"
 ok "srun -N 2 -n 4 --network=job_vni,single_node_vni coll_mpi: 4 ranks, collectives checked"
 # MPICH (ch4:ofi) too, where MPICH_PREFIX names one: PMI-2 from srun, libfabric held to cxi.
-if [ -x "${MPICH_PREFIX:-}/bin/mpicc" ]; then
+if [ -n "${MPICH_PREFIX:-}" ] && [ -x "$MPICH_PREFIX/bin/mpicc" ]; then
     "$MPICH_PREFIX/bin/mpicc" -I"$here/tests/integration" "$here/tests/integration/mpi_check.c" \
         -o "$work/mpich_check" || fail "mpicc of MPICH"
     out=$(FI_PROVIDER=cxi cluster run timeout 120 srun -N 2 -n 2 --mpi=pmi2 "$work/mpich_check" 2>&1) ||
@@ -125,7 +127,7 @@ timeout 60 fi_pingpong -p cxi -e rdm -B 47990 -S 1024 -I 20 >"$work/a0.log" 2>&1
 exec timeout 60 fi_pingpong -p cxi -e rdm -B 47991 -S 1024 -I 20 >"$work/a1.log" 2>&1
 EOF
 chmod 755 "$work/servers.sh"
-cluster run timeout 90 srun -N 1 -n 1 -w n1 --network=single_node_vni "$work/servers.sh" &
+cluster run timeout 90 srun -N 1 -n 1 -w n1 -J job-a --network=single_node_vni "$work/servers.sh" &
 job_a=$!
 for _ in $(seq 200); do [ -s "$work/vni.a" ] && break; sleep 0.1; done
 vni_a=$(cat "$work/vni.a") || fail "job A never started"
@@ -151,6 +153,7 @@ read -r vni_b rc < <(client 47991 | tr '\n' ' ')
 [ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "job B (VNI $vni_b) reached job A: rc $rc"
 grep -q "C_RC_VNI_NOT_FOUND" "$work/b.log" || fail "job B, same port space: $(cat "$work/b.log")"
 ok "job B (VNI $vni_b, job A's port space) is refused by n1's soft NIC: C_RC_VNI_NOT_FOUND"
+cluster run scancel -n job-a
 wait $job_a
 # Within one step (one VNI) the same pair talks.
 cat >"$work/pair.sh" <<EOF
@@ -162,6 +165,36 @@ EOF
 chmod 755 "$work/pair.sh"
 out=$(cluster run timeout 60 srun -N 2 -n 2 "$work/pair.sh" 2>&1) || fail "same-step pingpong: $out"
 ok "fi_pingpong between n1 and n2 within one step (one VNI) passes"
+
+# A user's step: its service admits that user alone; root, borrowing the step's
+# variables on the same node, is refused at fi_domain (-FI_EPERM).
+user=softnic-slurm
+if ! id "$user" >/dev/null 2>&1; then
+    useradd --no-create-home --shell /usr/sbin/nologin "$user" || fail "useradd $user"
+    made_user=$user
+fi
+uid=$(id -u "$user")
+mkdir "$work/user" && chown "$user" "$work/user"
+cat >"$work/user/hold.sh" <<EOF
+#!/bin/sh
+echo "\$SLINGSHOT_SVC_IDS \$SLINGSHOT_VNIS" >"$work/user/svc"
+while [ ! -e "$work/user/svc.done" ]; do sleep 0.1; done
+EOF
+chmod 755 "$work/user/hold.sh"
+cluster run setpriv --reuid="$uid" --regid="$uid" --clear-groups \
+    timeout 60 srun -N 1 -n 1 -w n1 --network=single_node_vni "$work/user/hold.sh" &
+step=$!
+for _ in $(seq 200); do [ -s "$work/user/svc" ] && break; sleep 0.1; done
+read -r svc vni <"$work/user/svc" || fail "the user's step never ran"
+cluster node n1 "$CXI_SERVICE" list -s "$svc" -v | grep -q "Valid Members : uid=$uid" ||
+    fail "service $svc is not the user's"
+out=$(cluster node n1 env SLINGSHOT_DEVICES=cxi0 SLINGSHOT_SVC_IDS="$svc" SLINGSHOT_VNIS="$vni" \
+    sh -c 'timeout 20 fi_pingpong -p cxi -e rdm -B 47988 -I 2 & sleep 0.5
+           timeout 20 fi_pingpong -p cxi -e rdm -P 47988 -I 2 127.0.0.1; wait' 2>&1)
+grep -q "fi_domain().*ret=-1 " <<<"$out" || fail "root used the user's service $svc: $out"
+touch "$work/user/svc.done"
+wait $step || fail "the user's step"
+ok "a user's step: service $svc admits uid $uid only; root with its variables: fi_domain -FI_EPERM"
 
 # 5. A step whose service was destroyed under it cannot open a domain. (Slurm then fails
 # to destroy it at the step's end and drains the node, as on hardware: resumed here.)
