@@ -92,6 +92,12 @@ struct Endpoint {
 // A UDP socket on loopback that sends raw datagrams to a port.
 struct Thrower {
     int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    Thrower() = default;
+    ~Thrower() {
+        if (fd >= 0) close(fd);
+    }
+    Thrower(const Thrower &) = delete;
+    Thrower &operator=(const Thrower &) = delete;
     void to(uint16_t port, const uint8_t *data, size_t size) const {
         sockaddr_in a{};
         a.sin_family = AF_INET;
