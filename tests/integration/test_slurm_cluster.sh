@@ -100,14 +100,21 @@ if [ -n "${MPICH_PREFIX:-}" ] && [ -x "$MPICH_PREFIX/bin/mpicc" ]; then
     ok "srun -N 2 -n 2 --mpi=pmi2 mpi_check built with MPICH ($MPICH_PREFIX): checks passed"
 fi
 
-# cxi_stat on a node counts a running step's traffic.
-cat >"$work/stream.sh" <<EOF
+# pair_script FILE PORT "ARGS" [PRELUDE]: a two-task step script in which rank 0 serves
+# fi_pingpong ARGS on n1 and rank 1 is its client; PRELUDE (shell) runs first in both.
+pair_script() {
+    cat >"$1" <<EOF
 #!/bin/sh
-[ "\$SLURM_PROCID" = 0 ] && exec timeout 30 fi_pingpong -p cxi -e rdm -B 47989 -S 4096 -I 500000
+${4:-}
+[ "\$SLURM_PROCID" = 0 ] && exec timeout 30 fi_pingpong -p cxi -e rdm -B $2 $3
 sleep 0.5
-exec timeout 30 fi_pingpong -p cxi -e rdm -P 47989 -S 4096 -I 500000 n1
+exec timeout 30 fi_pingpong -p cxi -e rdm -P $2 $3 n1
 EOF
-chmod 755 "$work/stream.sh"
+    chmod 755 "$1"
+}
+
+# cxi_stat on a node counts a running step's traffic.
+pair_script "$work/stream.sh" 47989 "-S 4096 -I 500000"
 cluster run timeout 60 srun -N 2 -n 2 "$work/stream.sh" >"$work/stream.log" 2>&1 &
 step=$!
 sleep 2
@@ -156,13 +163,7 @@ ok "job B (VNI $vni_b, job A's port space) is refused by n1's soft NIC: C_RC_VNI
 cluster run scancel -n job-a
 wait $job_a
 # Within one step (one VNI) the same pair talks.
-cat >"$work/pair.sh" <<EOF
-#!/bin/sh
-[ "\$SLURM_PROCID" = 0 ] && exec timeout 30 fi_pingpong -p cxi -e rdm -B 47992 -S 1024 -I 20
-sleep 0.5
-exec timeout 30 fi_pingpong -p cxi -e rdm -P 47992 -S 1024 -I 20 n1
-EOF
-chmod 755 "$work/pair.sh"
+pair_script "$work/pair.sh" 47992 "-S 1024 -I 20"
 out=$(cluster run timeout 60 srun -N 2 -n 2 "$work/pair.sh" 2>&1) || fail "same-step pingpong: $out"
 ok "fi_pingpong between n1 and n2 within one step (one VNI) passes"
 
@@ -198,15 +199,9 @@ ok "a user's step: service $svc admits uid $uid only; root with its variables: f
 
 # 5. A step whose service was destroyed under it cannot open a domain. (Slurm then fails
 # to destroy it at the step's end and drains the node, as on hardware: resumed here.)
-cat >"$work/late.sh" <<EOF
-#!/bin/sh
-echo "\$SLINGSHOT_SVC_IDS" >"$work/svc.\$SLURMD_NODENAME"
-while [ ! -e "$work/go" ]; do sleep 0.1; done
-[ "\$SLURM_PROCID" = 0 ] && exec timeout 20 fi_pingpong -p cxi -e rdm -B 47993 -S 1024 -I 2
-sleep 0.5
-exec timeout 20 fi_pingpong -p cxi -e rdm -P 47993 -S 1024 -I 2 n1
-EOF
-chmod 755 "$work/late.sh"
+pair_script "$work/late.sh" 47993 "-S 1024 -I 2" \
+    "echo \$SLINGSHOT_SVC_IDS >$work/svc.\$SLURMD_NODENAME
+while [ ! -e $work/go ]; do sleep 0.1; done"
 cluster run timeout 60 srun -N 2 -n 2 "$work/late.sh" >"$work/late.log" 2>&1 &
 step=$!
 for _ in $(seq 200); do [ -s "$work/svc.n1" ] && break; sleep 0.1; done
