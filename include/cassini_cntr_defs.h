@@ -31,6 +31,7 @@ enum c_cntr_type {
     C_CNTR_HNI_HRP_ACK = 1582,
 
     /* softnic's own. */
+    SOFTNIC_CNTR_HMEM_IPC = 2523,        /* device messages copied device to device (CUDA IPC) */
     SOFTNIC_CNTR_COLL_BOARD = 2524,      /* collective contributions read from a board */
     SOFTNIC_CNTR_VNI_DROPPED = 2525,     /* packets of another VNI, dropped */
     SOFTNIC_CNTR_SINGLE_COPY_RMA = 2526, /* one-sided operations done in one copy */

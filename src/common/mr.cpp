@@ -87,8 +87,8 @@ bool MrTable::retire(Mr *mr, uint64_t key) {
     return true;
 }
 
-int Mr::create(MrTable &table, fid_domain *domain, const fi_mr_attr &attr, uint64_t flags,
-               Mr **out) {
+int Mr::create(MrTable &table, fid_domain *domain, const fi_mr_attr &attr, uint64_t flags, Mr **out,
+               hmem::Where where) {
     (void)domain;
     if (attr.iov_count > 1) SN_REJECT(-FI_ENOSYS, FI_LOG_MR, "only one iov per MR\n");
     if (attr.iov_count == 0 || !attr.mr_iov) SN_REJECT(-FI_EINVAL, FI_LOG_MR, "no iov\n");
@@ -96,7 +96,7 @@ int Mr::create(MrTable &table, fid_domain *domain, const fi_mr_attr &attr, uint6
     if (!table.prov_keys() && attr.requested_key > 0xFFFFFFFFULL &&
         (attr.access & (FI_REMOTE_READ | FI_REMOTE_WRITE)))
         SN_REJECT(-FI_EKEYREJECTED, FI_LOG_MR, "client key exceeds 32 bits\n");
-    auto *mr = new Mr(table, attr, flags);
+    auto *mr = new Mr(table, attr, flags, where);
     if (!table.endpoint_mode()) {
         int ret = mr->publish();
         if (ret) {
@@ -108,10 +108,11 @@ int Mr::create(MrTable &table, fid_domain *domain, const fi_mr_attr &attr, uint6
     return 0;
 }
 
-Mr::Mr(MrTable &table, const fi_mr_attr &attr, uint64_t flags)
+Mr::Mr(MrTable &table, const fi_mr_attr &attr, uint64_t flags, hmem::Where where)
     : table_(table),
       base_(attr.mr_iov[0].iov_base),
       len_(attr.mr_iov[0].iov_len),
+      where_(where),
       access_(attr.access),
       flags_(flags),
       requested_key_(attr.requested_key) {

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "common/fid.hpp"
+#include "common/hmem.hpp"
 
 namespace softnic {
 
@@ -60,8 +61,9 @@ class MrTable {
 class Mr {
   public:
     // Returns 0 or -FI_E*; on success *out is the new MR.
+    // `where`: the memory the buffer is in (the provider read and checked attr.iface).
     static int create(MrTable &table, fid_domain *domain, const fi_mr_attr &attr, uint64_t flags,
-                      Mr **out);
+                      Mr **out, hmem::Where where = {});
     virtual ~Mr();
     Mr(const Mr &) = delete;
     Mr &operator=(const Mr &) = delete;
@@ -72,6 +74,7 @@ class Mr {
     // Keeps the parent (domain, or fabric for an EQ) open while this object lives.
     void hold_parent(RefCount &parent) { parent_.hold(parent); }
     const void *base() const { return base_; }
+    const hmem::Where &where() const { return where_; }
     size_t len() const { return len_; }
     uint64_t access() const { return access_; }
     uint64_t flags() const { return flags_; }  // registration flags (FI_RMA_EVENT...)
@@ -86,13 +89,14 @@ class Mr {
     int enable();
 
   private:
-    Mr(MrTable &table, const fi_mr_attr &attr, uint64_t flags);
+    Mr(MrTable &table, const fi_mr_attr &attr, uint64_t flags, hmem::Where where);
     int publish();
 
     Handle<fid_mr, Mr> handle_;
     MrTable &table_;
     const void *base_;
     size_t len_;
+    hmem::Where where_;
     uint64_t access_, flags_, requested_key_;
     struct fid *bound_ep_ = nullptr;
     RefCount *ep_refs_ = nullptr;

@@ -561,4 +561,23 @@ int64_t allreduce_sum(Endpoint &ep, const CollGroup &g, int64_t mine, const std:
     return sum;
 }
 
+int reg_cuda(fid_domain *domain, void *buf, size_t len, uint64_t access, fid_ep *ep,
+             Fid<fid_mr> &mr) {
+    iovec iov{buf, len};
+    fi_mr_attr attr{};
+    attr.mr_iov = &iov;
+    attr.iov_count = 1;
+    attr.access = access;
+    attr.iface = FI_HMEM_CUDA;
+    attr.device.cuda = 0;
+    int rc = try_open(mr, [&](fid_mr **out) { return fi_mr_regattr(domain, &attr, 0, out); });
+    if (rc || !ep) return rc;
+    if ((rc = fi_mr_bind(mr.get(), &ep->fid, 0))) return rc;
+    return fi_mr_enable(mr.get());
+}
+
+std::vector<size_t> hmem_sizes() {
+    return {8, 4096, 65537, (size_t{1} << 20) + 3, size_t{16} << 20, size_t{64} << 20};
+}
+
 }  // namespace cxit

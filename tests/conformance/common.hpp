@@ -268,6 +268,13 @@ void fill(void *buf, size_t len, uint32_t seed);
 size_t mismatch(const void *buf, size_t len, uint32_t seed);
 std::vector<uint8_t> pattern(size_t len, uint32_t seed);
 
+// Registers CUDA device memory (device 0) on `domain` with fi_mr_regattr; the MR is
+// bound to `ep` and enabled when `ep` is given (FI_MR_ENDPOINT). Returns the fi_* rc.
+int reg_cuda(fid_domain *domain, void *buf, size_t len, uint64_t access, fid_ep *ep,
+             Fid<fid_mr> &mr);
+// Message sizes of the FI_HMEM tests: eager, one packet and more, rendezvous, 64 MiB.
+std::vector<size_t> hmem_sizes();
+
 // CXI address (HEAD layout): word0 = pid[0:8] | nic[9:28]; vni in bytes 4-5.
 struct CxiAddr {
     uint32_t nic = 0;

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "common.hpp"
+#include "cuda_mem.hpp"
 #include "peer_proto.hpp"
 
 using namespace cxit;
@@ -227,6 +228,55 @@ int run_coll(Ctx &c) {
     return g_failed ? 1 : 0;
 }
 
+// FI_HMEM across processes sharing one GPU: the receive and echo buffer is device
+// memory, exposed as an MR whose key goes to the test. For each size the test names, the
+// message is received into device memory, checked there, and echoed from it. The test
+// ends with one-sided operations on the MR, then "CHECK" <len> <seed>.
+int run_hmem_echo(Ctx &c) {
+    if (std::string why = cuda::why_not(); !why.empty()) {
+        std::fprintf(stderr, "cxi_peer: %s\n", why.c_str());
+        return 4;
+    }
+    EpOptions o;
+    o.caps = FI_MSG | FI_TAGGED | FI_RMA | FI_HMEM;
+    EndpointPtr ep = c.session.endpoint(c.domain, o);
+    fi_addr_t peer = exchange(*ep, c.fd);
+    const std::vector<size_t> sizes = hmem_sizes();
+    cuda::Buffer buf(sizes.back());
+    CXIT_REQUIRE(buf.ok(), "cuMemAlloc of the echo buffer failed");
+    Fid<fid_mr> mr;
+    CXIT_CHECK(reg_cuda(c.session.domain(c.domain, o), buf.get(), buf.size(),
+                        FI_SEND | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE, ep->ep(), mr));
+    void *desc = fi_mr_desc(mr.get());
+    proc::send_str(c.fd, std::to_string(fi_mr_key(mr.get())));
+    for (size_t i = 0; i < sizes.size(); i++) {
+        const size_t len = sizes[i];
+        int rctx = 0, sctx = 0;
+        post([&] { return fi_trecv(ep->ep(), buf.get(), len, desc, peer, i, 0, &rctx); },
+             "fi_trecv into device memory");
+        proc::send_str(c.fd, "R");
+        Comp rc = wait_comp(ep->rx(), &rctx, "device receive");
+        CXIT_REQUIRE(rc.e.len == len, "device receive of " + std::to_string(len) + " bytes got " +
+                                          std::to_string(rc.e.len));
+        size_t bad = mismatch(buf.take(len).data(), len, static_cast<uint32_t>(len));
+        CXIT_REQUIRE(bad == SIZE_MAX, "device payload of " + std::to_string(len) +
+                                          " bytes differs at " + std::to_string(bad));
+        post([&] { return fi_tsend(ep->ep(), buf.get(), len, desc, peer, i, &sctx); },
+             "fi_tsend from device memory");
+        wait_comp(ep->tx(), &sctx, "device echo");
+    }
+    // The test writes its pattern into the MR, then asks what the device holds.
+    std::string check = proc::recv_str(c.fd, std::chrono::milliseconds(60000));
+    size_t len = 0;
+    unsigned seed = 0;
+    CXIT_REQUIRE(std::sscanf(check.c_str(), "CHECK %zu %u", &len, &seed) == 2 && len <= buf.size(),
+                 "expected CHECK <len> <seed>, got " + check);
+    size_t bad = mismatch(buf.take(len).data(), len, seed);
+    proc::send_str(c.fd, bad == SIZE_MAX ? "OK" : "BAD at " + std::to_string(bad));
+    proc::expect_str(c.fd, "BYE", std::chrono::milliseconds(60000));
+    return g_failed ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -251,6 +301,8 @@ int main(int argc, char **argv) {
         rc = run_window(c);
     } else if (mode == "coll") {
         rc = run_coll(c);
+    } else if (mode == "hmem_echo") {
+        rc = run_hmem_echo(c);
     } else if (mode == "hammer" && argc >= 5) {
         rc = run_hammer(c, std::atoi(argv[4]));
     } else {

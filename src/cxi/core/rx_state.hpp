@@ -11,7 +11,10 @@
 
 namespace softnic {
 class Cntr;
+namespace hmem {
+class Staging;
 }
+}  // namespace softnic
 
 namespace softnic::cxi {
 
@@ -47,6 +50,10 @@ struct RecvOp {
     size_t used{};
     unsigned inflight{};
     bool unlinked{};
+    // A device buffer's host stand-in (buf is its host()), owned here: its bytes land on
+    // the device before the completion is written (RxEngine::complete_recv).
+    hmem::Staging *stage{};
+    bool landed{};  // the bytes went to the device directly (CUDA IPC), not to the stand-in
     RecvOp *next{}, *prev{};
 };
 

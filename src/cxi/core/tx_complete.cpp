@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "common/hmem.hpp"
 #include "common/log.hpp"
 #include "cxi/core/pid_engine.hpp"
 #include "cxi/obj/domain.hpp"
@@ -56,11 +57,18 @@ void TxEngine::complete(TxOp *op, int err, int prov_errno) {
                 fi_strerror(err), prov_errno);
     if (op->pinned) op->pinned->refs().put();
     free(op);
-    if (a.kind == OpKind::kReadResp) return;  // the target's side of a read: nobody waits
+    if (a.kind == OpKind::kReadResp) {  // the target's side of a read: nobody waits
+        delete a.stage;
+        return;
+    }
     complete_send(a, err, prov_errno);
 }
 
 void TxEngine::complete_send(const SendArgs &a, int err, int prov_errno) {
+    if (a.stage) {  // a device buffer's stand-in: a read's bytes go to the device first
+        if (!err && a.kind == OpKind::kRead && a.stage->land(a.len)) err = FI_EIO;
+        delete a.stage;
+    }
     const CompletionBind &b = engine_.tx_bind();
     uint64_t flags = (a.tagged ? FI_TAGGED : FI_MSG) | FI_SEND;
     Cntr *cntr = b.cntr;

@@ -82,9 +82,41 @@ bool TxEngine::try_fast_send(const SendArgs &a, transport::Link *link, int &err)
     return true;
 }
 
+// A device buffer handed over unstaged (obj/ep_hmem.cpp): a receiver on this host copies
+// it device to device (CUDA IPC, the allocation's handle in our operation for it to read);
+// elsewhere it is staged through host memory here.
+ssize_t TxEngine::send_device(SendArgs a, transport::Link *link) {
+    hmem::IpcRef ref;
+    bool ipc = link->shared_memory() && link->bulk() && !engine_.rnr() &&
+               hmem::ipc_export(a.buf, a.len, a.mem.device, ref) == 0;
+    if (!ipc) {
+        int err = 0;
+        a.stage = hmem::Staging::outbound(a.buf, a.len, a.mem.device, err);
+        if (!a.stage) return err;
+        a.buf = a.stage->host();
+        a.mem = {};
+        ssize_t ret = send(a);
+        if (ret) delete a.stage;  // the caller posts it again, unstaged
+        return ret;
+    }
+    TxOp *op = alloc();
+    if (!op) return -FI_EAGAIN;
+    op->a = a;
+    op->link = link;
+    static_assert(sizeof(ref) <= sizeof(op->inline_data));
+    std::memcpy(op->inline_data, &ref, sizeof(ref));
+    op->eager = EagerState{0, 0, false, true, true, false, true};  // nothing eager: pulled
+    enqueue(op);
+    holding_more_ = a.flags & FI_MORE;
+    if (!holding_more_) pump_pending();
+    engine_.note_work();
+    return 0;
+}
+
 ssize_t TxEngine::send(const SendArgs &a) {
     int err = 0;
     transport::Link *link = engine_.links().route(a.dest, err);
+    if (link && !a.mem.host()) return send_device(a, link);
     if (!link) {
         if (err == -FI_EINVAL)
             SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "fi_addr %lu is not in the AV\n", a.dest);
@@ -208,6 +240,10 @@ bool TxEngine::pump_msg(TxOp *op) {
     EagerState &e = op->eager;
     WireHdr h;
     fill_hdr(h, Pkt::kMsg, op->a, link);
+    if (e.ipc) {  // the receiver reads the export from our memory, then the device's bytes
+        h.flags |= kWIpc;
+        h.rdzv_addr = reinterpret_cast<uint64_t>(op->inline_data);
+    }
     h.cookie = op->cookie;
     h.eager_len = e.len;
     h.flags |= (e.rdzv ? kWRdzv : 0) | (e.wait_done && !e.rdzv ? kWAckReq : 0) |
@@ -287,6 +323,15 @@ void TxEngine::on_get_req(const WireHdr &h) {
         SN_WARN(FI_LOG_EP_DATA, "dropping invalid rendezvous request\n");
         domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
         return;
+    }
+    if (op->eager.ipc && !op->a.stage) {  // the receiver could not map our device memory
+        int err = 0;
+        op->a.stage = hmem::Staging::outbound(op->a.buf, op->a.len, op->a.mem.device, err);
+        if (!op->a.stage) {
+            complete(op, FI_EIO, 0);
+            return;
+        }
+        op->a.buf = op->a.stage->host();
     }
     op->stream.off = h.offset;
     op->stream.end = h.offset + h.msg_len;

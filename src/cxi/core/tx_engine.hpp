@@ -60,6 +60,7 @@ class TxEngine {
     bool busy() const { return outstanding_ || !ctrl_backlog_.empty(); }
 
   private:
+    ssize_t send_device(SendArgs a, transport::Link *link);
     void enqueue(TxOp *op);
     bool try_fast_send(const SendArgs &a, transport::Link *link, int &err);
     uint64_t completion_level(uint64_t flags) const;

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/hmem.hpp"
 #include "cxi/core/rx_state.hpp"
 #include "cxi/prov/caps.hpp"
 #include "transport/transport.hpp"
@@ -68,6 +69,12 @@ struct SendArgs {
     RemoteArgs rma{};
     AmoArgs amo{};
     TriggerArgs trig{};
+    // A device buffer's host stand-in (buf points into it), owned by the operation:
+    // deleted at completion, after a read's bytes landed on the device.
+    hmem::Staging *stage = nullptr;
+    // A device buffer handed over unstaged (buf is device memory): the transmit engine
+    // exports it to a receiver on this host, or stages it (TxEngine::send_device).
+    hmem::Where mem{};
 };
 
 // Progress of the eager part: the header and the bytes that travel unasked.
@@ -75,6 +82,7 @@ struct EagerState {
     size_t len;   // bytes sent eagerly (all of them unless rendezvous)
     size_t sent;  // queued so far
     bool hdr_sent, rdzv, wait_done, done_seen;
+    bool ipc;  // rendezvous of device memory: inline_data holds its hmem::IpcRef
 };
 
 // Data streamed on request (a receiver's kGetReq, a read's response, a write's payload).

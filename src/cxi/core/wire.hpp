@@ -63,6 +63,7 @@ enum WireFlags : uint16_t {
     kWRestricted = 1 << 9,  // one-sided operation on the hardware's restricted path
     kWRnrOk = 1 << 10,      // kMsg: the sender retries when no receive is posted (RNR)
     kWRnr = 1 << 11,        // kDone: receiver not ready, the message was not taken
+    kWIpc = 1 << 12,        // kMsg rendezvous: rdzv_addr names an hmem::IpcRef (device memory)
 };
 
 // The first 16 bytes of every packet, in both header formats.

@@ -7,6 +7,7 @@
 #include "common/not_supported.hpp"
 #include "cxi/obj/domain.hpp"
 #include "cxi/obj/endpoint.hpp"
+#include "cxi/obj/ep_hmem.hpp"
 
 namespace softnic::cxi {
 namespace {
@@ -18,7 +19,7 @@ EpView *view(fid_ep *ep) {
     return owner_of<EpView>(ep);
 }
 
-ssize_t do_send(fid_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t tag,
+ssize_t do_send(fid_ep *ep, const void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t tag,
                 uint64_t data, void *context, uint64_t flags, bool tagged,
                 bool inject_call = false) {
     EpView *v = view(ep);
@@ -47,12 +48,12 @@ ssize_t do_send(fid_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_
                      flags};
         return v->ep->domain().deferred().queue_flagged(op, &v->ep->domain());
     }
-    return v->engine->send(
-        SendArgs{buf, len, dest, tag, data, context, flags, tagged, inject_call});
+    return post_send(v, SendArgs{buf, len, dest, tag, data, context, flags, tagged, inject_call},
+                     buffer_memory(v, buf, len, desc));
 }
 
-ssize_t do_recv(fid_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_t tag, uint64_t ignore,
-                void *context, uint64_t flags, bool tagged) {
+ssize_t do_recv(fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src, uint64_t tag,
+                uint64_t ignore, void *context, uint64_t flags, bool tagged) {
     EpView *v = view(ep);
     if (!(v->side & kRx)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "not a receive context\n");
     if (len && !buf) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL buffer\n");
@@ -64,21 +65,26 @@ ssize_t do_recv(fid_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_t tag, 
     if (!(v->ep->caps() & FI_DIRECTED_RECV)) src = FI_ADDR_UNSPEC;
     RecvArgs a{buf, len, src, tag, ignore, context, flags & ~kIgnoredRecvFlags, tagged};
     if (flags & FI_PEEK) return v->engine->peek(a);
-    return v->engine->recv(a);
+    return post_recv(v, a, buffer_memory(v, buf, len, desc));
 }
 
 bool single_iov(const iovec *iov, size_t count) {
     return count <= 1 && (count == 0 || iov);
 }
 
-// fi_msg
-ssize_t m_recv(fid_ep *ep, void *buf, size_t len, void *, fi_addr_t src, void *ctx) {
-    return do_recv(ep, buf, len, src, 0, 0, ctx, view(ep)->rx_flags, false);
+// The descriptor of the one iov, when the application passed descriptors.
+void *first_desc(void **desc, size_t count) {
+    return count && desc ? desc[0] : nullptr;
 }
-ssize_t m_recvv(fid_ep *ep, const iovec *iov, void **, size_t count, fi_addr_t src, void *ctx) {
+
+// fi_msg
+ssize_t m_recv(fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src, void *ctx) {
+    return do_recv(ep, buf, len, desc, src, 0, 0, ctx, view(ep)->rx_flags, false);
+}
+ssize_t m_recvv(fid_ep *ep, const iovec *iov, void **desc, size_t count, fi_addr_t src, void *ctx) {
     if (!single_iov(iov, count)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "iov_limit is 1\n");
-    return do_recv(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0, src, 0, 0, ctx,
-                   view(ep)->rx_flags, false);
+    return do_recv(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
+                   first_desc(desc, count), src, 0, 0, ctx, view(ep)->rx_flags, false);
 }
 ssize_t m_recvmsg(fid_ep *ep, const fi_msg *msg, uint64_t flags) {
     if (!msg || !single_iov(msg->msg_iov, msg->iov_count))
@@ -86,40 +92,43 @@ ssize_t m_recvmsg(fid_ep *ep, const fi_msg *msg, uint64_t flags) {
     if (flags & ~(kRecvMsgFlags | kIgnoredRecvFlags))
         SN_REJECT(-FI_EBADFLAGS, FI_LOG_EP_DATA, "bad recvmsg flags 0x%lx\n", flags);
     const iovec *iov = msg->iov_count ? msg->msg_iov : nullptr;
-    return do_recv(ep, iov ? iov->iov_base : nullptr, iov ? iov->iov_len : 0, msg->addr, 0, 0,
-                   msg->context, flags, false);
+    return do_recv(ep, iov ? iov->iov_base : nullptr, iov ? iov->iov_len : 0,
+                   first_desc(msg->desc, msg->iov_count), msg->addr, 0, 0, msg->context, flags,
+                   false);
 }
-ssize_t m_send(fid_ep *ep, const void *buf, size_t len, void *, fi_addr_t dest, void *ctx) {
-    return do_send(ep, buf, len, dest, 0, 0, ctx, view(ep)->tx_flags, false);
+ssize_t m_send(fid_ep *ep, const void *buf, size_t len, void *desc, fi_addr_t dest, void *ctx) {
+    return do_send(ep, buf, len, desc, dest, 0, 0, ctx, view(ep)->tx_flags, false);
 }
-ssize_t m_sendv(fid_ep *ep, const iovec *iov, void **, size_t count, fi_addr_t dest, void *ctx) {
+ssize_t m_sendv(fid_ep *ep, const iovec *iov, void **desc, size_t count, fi_addr_t dest,
+                void *ctx) {
     if (!single_iov(iov, count)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "iov_limit is 1\n");
-    return do_send(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0, dest, 0, 0, ctx,
-                   view(ep)->tx_flags, false);
+    return do_send(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
+                   first_desc(desc, count), dest, 0, 0, ctx, view(ep)->tx_flags, false);
 }
-ssize_t sendmsg_common(fid_ep *ep, const iovec *iov, size_t count, fi_addr_t dest, uint64_t tag,
-                       uint64_t data, void *ctx, uint64_t flags, bool tagged) {
+ssize_t sendmsg_common(fid_ep *ep, const iovec *iov, void **desc, size_t count, fi_addr_t dest,
+                       uint64_t tag, uint64_t data, void *ctx, uint64_t flags, bool tagged) {
     if (!single_iov(iov, count)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "iov_limit is 1\n");
     if (flags & ~(kTxOpFlags | FI_TRIGGER))
         SN_REJECT(-FI_EBADFLAGS, FI_LOG_EP_DATA, "bad flags 0x%lx\n", flags);
-    return do_send(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0, dest, tag, data,
-                   ctx, flags, tagged);
+    return do_send(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
+                   first_desc(desc, count), dest, tag, data, ctx, flags, tagged);
 }
 ssize_t m_sendmsg(fid_ep *ep, const fi_msg *msg, uint64_t flags) {
     if (!msg) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL msg\n");
-    return sendmsg_common(ep, msg->msg_iov, msg->iov_count, msg->addr, 0, msg->data, msg->context,
-                          flags, false);
+    return sendmsg_common(ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr, 0, msg->data,
+                          msg->context, flags, false);
 }
 ssize_t m_inject(fid_ep *ep, const void *buf, size_t len, fi_addr_t dest) {
-    return do_send(ep, buf, len, dest, 0, 0, nullptr, FI_INJECT, false, true);
+    return do_send(ep, buf, len, nullptr, dest, 0, 0, nullptr, FI_INJECT, false, true);
 }
-ssize_t m_senddata(fid_ep *ep, const void *buf, size_t len, void *, uint64_t data, fi_addr_t dest,
-                   void *ctx) {
-    return do_send(ep, buf, len, dest, 0, data, ctx, view(ep)->tx_flags | FI_REMOTE_CQ_DATA, false);
+ssize_t m_senddata(fid_ep *ep, const void *buf, size_t len, void *desc, uint64_t data,
+                   fi_addr_t dest, void *ctx) {
+    return do_send(ep, buf, len, desc, dest, 0, data, ctx, view(ep)->tx_flags | FI_REMOTE_CQ_DATA,
+                   false);
 }
 ssize_t m_injectdata(fid_ep *ep, const void *buf, size_t len, uint64_t data, fi_addr_t dest) {
-    return do_send(ep, buf, len, dest, 0, data, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA, false,
-                   true);
+    return do_send(ep, buf, len, nullptr, dest, 0, data, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA,
+                   false, true);
 }
 
 // fi_tagged
@@ -128,15 +137,15 @@ ssize_t m_injectdata(fid_ep *ep, const void *buf, size_t len, uint64_t data, fi_
 uint64_t tagged_rx_flags(fid_ep *ep) {
     return view(ep)->rx_flags & ~FI_MULTI_RECV;
 }
-ssize_t t_recv(fid_ep *ep, void *buf, size_t len, void *, fi_addr_t src, uint64_t tag,
+ssize_t t_recv(fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src, uint64_t tag,
                uint64_t ignore, void *ctx) {
-    return do_recv(ep, buf, len, src, tag, ignore, ctx, tagged_rx_flags(ep), true);
+    return do_recv(ep, buf, len, desc, src, tag, ignore, ctx, tagged_rx_flags(ep), true);
 }
-ssize_t t_recvv(fid_ep *ep, const iovec *iov, void **, size_t count, fi_addr_t src, uint64_t tag,
-                uint64_t ignore, void *ctx) {
+ssize_t t_recvv(fid_ep *ep, const iovec *iov, void **desc, size_t count, fi_addr_t src,
+                uint64_t tag, uint64_t ignore, void *ctx) {
     if (!single_iov(iov, count)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "iov_limit is 1\n");
-    return do_recv(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0, src, tag, ignore,
-                   ctx, tagged_rx_flags(ep), true);
+    return do_recv(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
+                   first_desc(desc, count), src, tag, ignore, ctx, tagged_rx_flags(ep), true);
 }
 ssize_t t_recvmsg(fid_ep *ep, const fi_msg_tagged *msg, uint64_t flags) {
     // A peek reads no buffer: upstream ignores its iov.
@@ -151,36 +160,37 @@ ssize_t t_recvmsg(fid_ep *ep, const fi_msg_tagged *msg, uint64_t flags) {
     flags &= ~FI_MULTI_RECV;  // multi-receive is untagged only
     const iovec *iov =
         msg->iov_count && msg->msg_iov && !(flags & FI_PEEK) ? msg->msg_iov : nullptr;
-    return do_recv(ep, iov ? iov->iov_base : nullptr, iov ? iov->iov_len : 0, msg->addr, msg->tag,
+    return do_recv(ep, iov ? iov->iov_base : nullptr, iov ? iov->iov_len : 0,
+                   iov ? first_desc(msg->desc, msg->iov_count) : nullptr, msg->addr, msg->tag,
                    msg->ignore, msg->context, flags, true);
 }
-ssize_t t_send(fid_ep *ep, const void *buf, size_t len, void *, fi_addr_t dest, uint64_t tag,
+ssize_t t_send(fid_ep *ep, const void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t tag,
                void *ctx) {
-    return do_send(ep, buf, len, dest, tag, 0, ctx, view(ep)->tx_flags, true);
+    return do_send(ep, buf, len, desc, dest, tag, 0, ctx, view(ep)->tx_flags, true);
 }
-ssize_t t_sendv(fid_ep *ep, const iovec *iov, void **, size_t count, fi_addr_t dest, uint64_t tag,
-                void *ctx) {
+ssize_t t_sendv(fid_ep *ep, const iovec *iov, void **desc, size_t count, fi_addr_t dest,
+                uint64_t tag, void *ctx) {
     if (!single_iov(iov, count)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "iov_limit is 1\n");
-    return do_send(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0, dest, tag, 0, ctx,
-                   view(ep)->tx_flags, true);
+    return do_send(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
+                   first_desc(desc, count), dest, tag, 0, ctx, view(ep)->tx_flags, true);
 }
 ssize_t t_sendmsg(fid_ep *ep, const fi_msg_tagged *msg, uint64_t flags) {
     if (!msg) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL msg\n");
-    return sendmsg_common(ep, msg->msg_iov, msg->iov_count, msg->addr, msg->tag, msg->data,
-                          msg->context, flags, true);
+    return sendmsg_common(ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr, msg->tag,
+                          msg->data, msg->context, flags, true);
 }
 ssize_t t_inject(fid_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t tag) {
-    return do_send(ep, buf, len, dest, tag, 0, nullptr, FI_INJECT, true, true);
+    return do_send(ep, buf, len, nullptr, dest, tag, 0, nullptr, FI_INJECT, true, true);
 }
-ssize_t t_senddata(fid_ep *ep, const void *buf, size_t len, void *, uint64_t data, fi_addr_t dest,
-                   uint64_t tag, void *ctx) {
-    return do_send(ep, buf, len, dest, tag, data, ctx, view(ep)->tx_flags | FI_REMOTE_CQ_DATA,
+ssize_t t_senddata(fid_ep *ep, const void *buf, size_t len, void *desc, uint64_t data,
+                   fi_addr_t dest, uint64_t tag, void *ctx) {
+    return do_send(ep, buf, len, desc, dest, tag, data, ctx, view(ep)->tx_flags | FI_REMOTE_CQ_DATA,
                    true);
 }
 ssize_t t_injectdata(fid_ep *ep, const void *buf, size_t len, uint64_t data, fi_addr_t dest,
                      uint64_t tag) {
-    return do_send(ep, buf, len, dest, tag, data, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA, true,
-                   true);
+    return do_send(ep, buf, len, nullptr, dest, tag, data, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA,
+                   true, true);
 }
 
 }  // namespace

@@ -3,8 +3,11 @@
 // sender's memory when the transport can, or by asking the sender to stream it.
 #include <rdma/fi_cxi_ext.h>
 
+#include <unistd.h>
+
 #include <cstring>
 
+#include "common/hmem.hpp"
 #include "common/log.hpp"
 #include "cxi/core/pid_engine.hpp"
 #include "cxi/obj/domain.hpp"
@@ -35,12 +38,35 @@ void RxEngine::send_done(RxMsg *m, uint16_t flags) {
     engine_.tx().send_ctrl(m->src_link, h);
 }
 
+// Device memory of a sender on this host (kWIpc): its export, read from its memory, is
+// mapped and copied from, into the device receive buffer itself or into host memory.
+// False when that cannot be done: the sender then streams it, staged on its side.
+bool RxEngine::pull_device(RxMsg *m) {
+    transport::BulkAccess *b = m->src_link->bulk();
+    hmem::IpcRef ref;
+    if (!b || b->read(&ref, m->rdzv_addr, sizeof(ref)) != ssize_t(sizeof(ref))) return false;
+    RecvOp *op = m->op;
+    const bool to_device = op->stage != nullptr;
+    void *dst = to_device ? op->stage->device_ptr() : m->dst;
+    int device = to_device ? op->stage->device() : 0;
+    if (m->want &&
+        hmem::ipc_copy(ref, b->process() == getpid(), dst, to_device, device, m->want) != 0)
+        return false;
+    op->landed = to_device;
+    domain_.count(SOFTNIC_CNTR_HMEM_IPC);
+    send_done(m, m->want < m->msg_len ? kWTrunc : 0);
+    complete_rx(m, 0);
+    return true;
+}
+
 void RxEngine::start_pull(RxMsg *m) {
     if (!link_back(m)) {
         complete_rx(m, FI_EIO);  // the sender is gone
         return;
     }
-    if (transport::BulkAccess *b = m->src_link->bulk()) {
+    const bool device = m->wflags & kWIpc;  // rdzv_addr names no bytes of the message
+    if (device && pull_device(m)) return;
+    if (transport::BulkAccess *b = device ? nullptr : m->src_link->bulk()) {
         // One read from the start of the buffer: page-aligned copies run faster than
         // skipping the few eager bytes that already arrived.
         size_t from = m->want >= kRealignMin ? 0 : m->pull_from, n = m->want - from;

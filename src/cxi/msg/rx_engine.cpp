@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "common/hmem.hpp"
 #include "common/log.hpp"
 #include "cxi/core/pid_engine.hpp"
 #include "cxi/obj/domain.hpp"
@@ -196,7 +197,7 @@ void RxEngine::complete_rx(RxMsg *m, int err, bool pooled) {
 // known source. Copied and completed without a message record.
 bool RxEngine::receive_whole(RecvOp *op, const WireHdr &h, const uint8_t *payload, fi_addr_t src,
                              bool known) {
-    if ((op->flags & (FI_MULTI_RECV | FI_DISCARD)) || h.msg_len > op->len ||
+    if ((op->flags & (FI_MULTI_RECV | FI_DISCARD)) || h.msg_len > op->len || op->stage ||
         (!known && (engine_.caps() & FI_SOURCE_ERR)))
         return false;
     posted_[op->tagged].remove(op);
@@ -222,6 +223,8 @@ void RxEngine::report_recv(const RecvOp *op, uint64_t flags, size_t len, uint8_t
 
 void RxEngine::complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *buf, int err,
                              size_t olen, bool truncated) {
+    if (op->stage && !op->landed && (!err || err == FI_ETRUNC) && op->stage->land(len))
+        err = FI_EIO;  // the bytes never reached the device buffer
     bool multi = op->flags & FI_MULTI_RECV;
     bool last = true;
     if (multi) {
@@ -255,7 +258,9 @@ void RxEngine::complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *bu
                               reinterpret_cast<uint8_t *>(&peer) + addr_len(domain_.api_version()));
         if (engine_.rx_bind().cq) engine_.rx_bind().cq->push_error(e);
     }
-    if (last) recvs_.give(op);
+    if (!last) return;
+    delete op->stage;
+    recvs_.give(op);
 }
 
 // FI_PROTO_CXI_RNR, the receiver's half: true when the message was refused (no posted

@@ -27,6 +27,7 @@ struct RecvArgs {
     void *context;
     uint64_t flags;
     bool tagged;
+    hmem::Staging *stage = nullptr;  // a device buffer's host stand-in (buf is its host())
 };
 
 class RxEngine {
@@ -79,6 +80,7 @@ class RxEngine {
     transport::Link *link_back(RxMsg *m);
     WireHdr reply_hdr(const RxMsg *m, Pkt type) const;
     void start_pull(RxMsg *m);
+    bool pull_device(RxMsg *m);
     void send_done(RxMsg *m, uint16_t flags);
     void fail_msg(RxMsg *m, int err);
 

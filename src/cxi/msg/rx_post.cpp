@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/hmem.hpp"
 #include "common/log.hpp"
 #include "cxi/core/pid_engine.hpp"
 #include "cxi/obj/domain.hpp"
@@ -23,6 +24,7 @@ RecvOp make_recv(const RecvArgs &a) {
     r.tag = a.tag;
     r.ignore = a.ignore;
     r.tagged = a.tagged;
+    r.stage = a.stage;
     return r;
 }
 
@@ -135,6 +137,7 @@ int RxEngine::cancel(void *context) {
     uint64_t flags = (op->tagged ? FI_TAGGED : FI_MSG) | FI_RECV | (multi ? FI_MULTI_RECV : 0);
     e.entry = err_entry(context, flags, 0, nullptr, 0, op->tag, 0, FI_ECANCELED, 0);
     if (engine_.rx_bind().cq) engine_.rx_bind().cq->push_error(e);
+    delete op->stage;
     recvs_.give(op);
     return 0;
 }

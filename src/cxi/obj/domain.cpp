@@ -156,13 +156,30 @@ fi_ops_domain domain_ops = {sizeof(fi_ops_domain),
                             coll_query,
                             endpoint2};
 
+// The memory an MR covers: attr.iface exists for applications of API 1.10 and later
+// (older ones pass a shorter attr). Host memory, or CUDA device memory where a driver is.
+int mr_memory(const Domain &d, const fi_mr_attr &attr, hmem::Where &where) {
+    if (FI_VERSION_LT(d.api_version(), FI_VERSION(1, 10)) || attr.iface == FI_HMEM_SYSTEM) return 0;
+    if (attr.iface != FI_HMEM_CUDA)
+        SN_REJECT(-FI_ENOSYS, FI_LOG_MR, "memory interface %d is not supported\n", attr.iface);
+    if (!hmem::cuda_available())
+        SN_REJECT(-FI_ENOSYS, FI_LOG_MR, "FI_HMEM_CUDA registration: %s\n",
+                  hmem::cuda_unavailable_reason());
+    where = hmem::Where{FI_HMEM_CUDA, attr.device.cuda};
+    if (attr.iov_count == 1 && attr.mr_iov && attr.mr_iov[0].iov_len)
+        hmem::sync_memops(attr.mr_iov[0].iov_base, where.device);
+    return 0;
+}
+
 int mr_regattr(fid *f, const fi_mr_attr *attr, uint64_t flags, fid_mr **mr) {
     if (!attr || !mr) SN_REJECT(-FI_EINVAL, FI_LOG_MR, "NULL attr or mr\n");
     if (f->fclass != FI_CLASS_DOMAIN) SN_REJECT(-FI_EINVAL, FI_LOG_MR, "not a domain\n");
     Domain *d = owner_of_fid<Domain, fid_domain>(f);
+    hmem::Where where;
+    if (int ret = mr_memory(*d, *attr, where)) return ret;
     return guarded([&] {
         Mr *m = nullptr;
-        int ret = Mr::create(d->mrs(), d->fid(), *attr, flags, &m);
+        int ret = Mr::create(d->mrs(), d->fid(), *attr, flags, &m, where);
         if (ret) return ret;
         m->hold_parent(d->refs());
         *mr = m->fid();

@@ -32,6 +32,9 @@ void Domain::open_window() {
     }
     remote_hw_ = window_->counters();
     mrs_.on_publish = [this](const Mr &mr, uint64_t key) {
+        // A peer's process_vm_* cannot reach device memory: the packet path (whose target
+        // copies through the driver) is the only one.
+        if (!mr.where().host()) return;
         if (!window_->publish(key, reinterpret_cast<uint64_t>(mr.base()), mr.len(), mr.access()))
             SN_DBG(FI_LOG_MR, "window full: key 0x%lx is reached by packets only\n", key);
     };

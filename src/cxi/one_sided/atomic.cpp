@@ -78,6 +78,11 @@ void OneSided::on_atomic(const WireHdr &h, const uint8_t *payload) {
     domain_.count(restricted_here(h) ? C_CNTR_IXE_RX_PTL_RESTRICTED_PKT
                                      : C_CNTR_IXE_RX_PTL_UNRESTRICTED_PKT);
     Mr *mr = target_mr(h, access_for(kind, op));
+    if (mr && !mr->where().host()) {  // the CPU's atomics cannot reach device memory
+        SN_WARN(FI_LOG_EP_DATA, "atomic on device memory (key 0x%lx) refused\n", h.tag);
+        mr->refs().put();
+        mr = nullptr;
+    }
     if (!mr) {
         send_reply(h, kWError);
         return;

@@ -7,6 +7,7 @@
 #include "common/log.hpp"
 #include "cxi/obj/domain.hpp"
 #include "cxi/obj/endpoint.hpp"
+#include "cxi/obj/ep_hmem.hpp"
 #include "cxi/one_sided/atomic.hpp"
 
 namespace softnic::cxi {
@@ -96,6 +97,15 @@ int check_restricted(EpView *v, const Amo &m) {
     return 0;
 }
 
+// An operand, comparand or result buffer in device memory (asked only of FI_HMEM
+// endpoints): the CPU computes atomics, and a device buffer is not its memory.
+bool device_operand(const EpView *v, const Amo &m) {
+    const size_t n = amo::datatype_size(m.dt);
+    return !buffer_memory(v, m.buf, n, nullptr).host() ||
+           !buffer_memory(v, m.compare, n, nullptr).host() ||
+           !buffer_memory(v, m.result, n, nullptr).host();
+}
+
 ssize_t do_amo(fid_ep *ep, const Amo &m, bool inject_call = false) {
     EpView *v = view(ep);
     if (!(v->side & kTx)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "not a transmit context\n");
@@ -114,6 +124,8 @@ ssize_t do_amo(fid_ep *ep, const Amo &m, bool inject_call = false) {
     if ((m.flags & FI_FENCE) && !(v->ep->caps() & FI_FENCE))
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_FENCE without the FI_FENCE capability\n");
     if (int ret = check_restricted(v, m)) return ret;
+    if (device_operand(v, m))
+        SN_REJECT(-FI_EOPNOTSUPP, FI_LOG_EP_DATA, "atomic operands in device memory\n");
     SendArgs a{m.buf,      amo::datatype_size(m.dt), m.peer, 0, 0, m.context, m.flags, false,
                inject_call};
     a.kind = m.kind == AmoKind::kWrite ? OpKind::kAtomic : OpKind::kFetchAtomic;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/dma.hpp"
+#include "common/hmem.hpp"
 #include "common/log.hpp"
 #include "cxi/core/pid_engine.hpp"
 #include "cxi/obj/domain.hpp"
@@ -145,13 +146,18 @@ void OneSided::on_write(const WireHdr &h, const uint8_t *payload) {
     if (last) count_write(h, mr != nullptr);
     if (mr) {
         auto *dst = static_cast<uint8_t *>(const_cast<void *>(mr->base()));
-        if (h.payload) {
+        bool landed = true;
+        if (h.payload && !mr->where().host()) {  // device memory: through the driver
+            landed = hmem::copy(dst + h.rdzv_addr + h.offset, payload, h.payload,
+                                mr->where().device) == 0;
+        } else if (h.payload) {
             DmaScope dma;  // the NIC writing the application's memory
             std::memcpy(dst + h.rdzv_addr + h.offset, payload, h.payload);
         }
-        if (last) count_remote(mr, true);
-        if (last && (h.flags & kWCqData)) report_write(h, mr);
+        if (landed && last) count_remote(mr, true);
+        if (landed && last && (h.flags & kWCqData)) report_write(h, mr);
         mr->refs().put();
+        if (!landed) mr = nullptr;  // the initiator's write fails
     }
     if (last) send_reply(h, mr ? 0 : kWError);
 }
@@ -191,9 +197,21 @@ bool OneSided::answer_read(const WireHdr &h) {
         send_reply(h, kWError);
         return true;
     }
+    const auto *src = static_cast<const uint8_t *>(mr->base()) + h.rdzv_addr;
+    if (!mr->where().host()) {  // device memory: read once through the driver, sent from host
+        int err = 0;
+        op->a.stage = hmem::Staging::outbound(src, h.msg_len, mr->where().device, err);
+        if (!op->a.stage) {
+            mr->refs().put();
+            engine_.tx().complete(op, 0, 0);
+            send_reply(h, kWError);
+            return true;
+        }
+        src = static_cast<const uint8_t *>(op->a.stage->host());
+    }
     count_remote(mr, false);
     op->a.kind = OpKind::kReadResp;
-    op->a.buf = static_cast<const uint8_t *>(mr->base()) + h.rdzv_addr;
+    op->a.buf = src;
     op->a.len = h.msg_len;
     op->link = link;
     op->peer_cookie = h.cookie;

@@ -6,6 +6,7 @@
 #include "common/log.hpp"
 #include "cxi/obj/domain.hpp"
 #include "cxi/obj/endpoint.hpp"
+#include "cxi/obj/ep_hmem.hpp"
 #include "cxi/prov/env.hpp"
 
 namespace softnic::cxi {
@@ -29,7 +30,8 @@ struct Rma {
     uint64_t addr, key;
     void *context;
     uint64_t flags;
-    uint64_t data = 0;  // FI_REMOTE_CQ_DATA
+    uint64_t data = 0;     // FI_REMOTE_CQ_DATA
+    void *desc = nullptr;  // the local buffer's MR descriptor
 };
 
 // Remote CQ data (fi_writedata & co) is offered only where the domain enables it; with
@@ -87,7 +89,7 @@ ssize_t do_rma(fid_ep *ep, OpKind kind, const Rma &r, bool inject_call = false) 
     bool ordered = v->msg_order & (FI_ORDER_WAW | FI_ORDER_RMA_WAW);
     a.rma.restricted =
         w && optimized && !v->ep->remote_events() && !ordered && !(r.flags & FI_REMOTE_CQ_DATA);
-    return v->engine->send(a);
+    return post_send(v, a, buffer_memory(v, r.buf, r.len, r.desc));
 }
 
 // One local iov (or none), exactly one remote one.
@@ -102,36 +104,39 @@ ssize_t rma_msg(fid_ep *ep, OpKind kind, const fi_msg_rma *msg, uint64_t flags) 
     const iovec *iov = msg->iov_count ? msg->msg_iov : nullptr;
     return do_rma(ep, kind,
                   Rma{iov ? iov->iov_base : nullptr, iov ? iov->iov_len : 0, msg->addr,
-                      msg->rma_iov->addr, msg->rma_iov->key, msg->context, flags, msg->data});
+                      msg->rma_iov->addr, msg->rma_iov->key, msg->context, flags, msg->data,
+                      iov && msg->desc ? msg->desc[0] : nullptr});
 }
 
-ssize_t rma_v(fid_ep *ep, OpKind kind, const iovec *iov, size_t count, fi_addr_t peer,
+ssize_t rma_v(fid_ep *ep, OpKind kind, const iovec *iov, void **desc, size_t count, fi_addr_t peer,
               uint64_t addr, uint64_t key, void *ctx) {
     if (count > 1 || (count && !iov)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "iov_limit is 1\n");
     return do_rma(ep, kind,
                   Rma{count ? iov->iov_base : nullptr, count ? iov->iov_len : 0, peer, addr, key,
-                      ctx, view(ep)->tx_flags});
+                      ctx, view(ep)->tx_flags, 0, count && desc ? desc[0] : nullptr});
 }
 
-ssize_t r_read(fid_ep *ep, void *buf, size_t len, void *, fi_addr_t src, uint64_t addr,
+ssize_t r_read(fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src, uint64_t addr,
                uint64_t key, void *ctx) {
-    return do_rma(ep, OpKind::kRead, Rma{buf, len, src, addr, key, ctx, view(ep)->tx_flags});
+    return do_rma(ep, OpKind::kRead,
+                  Rma{buf, len, src, addr, key, ctx, view(ep)->tx_flags, 0, desc});
 }
-ssize_t r_readv(fid_ep *ep, const iovec *iov, void **, size_t count, fi_addr_t src, uint64_t addr,
-                uint64_t key, void *ctx) {
-    return rma_v(ep, OpKind::kRead, iov, count, src, addr, key, ctx);
+ssize_t r_readv(fid_ep *ep, const iovec *iov, void **desc, size_t count, fi_addr_t src,
+                uint64_t addr, uint64_t key, void *ctx) {
+    return rma_v(ep, OpKind::kRead, iov, desc, count, src, addr, key, ctx);
 }
 ssize_t r_readmsg(fid_ep *ep, const fi_msg_rma *msg, uint64_t flags) {
     return rma_msg(ep, OpKind::kRead, msg, flags);
 }
-ssize_t r_write(fid_ep *ep, const void *buf, size_t len, void *, fi_addr_t dest, uint64_t addr,
+ssize_t r_write(fid_ep *ep, const void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t addr,
                 uint64_t key, void *ctx) {
-    return do_rma(ep, OpKind::kWrite,
-                  Rma{const_cast<void *>(buf), len, dest, addr, key, ctx, view(ep)->tx_flags});
+    return do_rma(
+        ep, OpKind::kWrite,
+        Rma{const_cast<void *>(buf), len, dest, addr, key, ctx, view(ep)->tx_flags, 0, desc});
 }
-ssize_t r_writev(fid_ep *ep, const iovec *iov, void **, size_t count, fi_addr_t dest, uint64_t addr,
-                 uint64_t key, void *ctx) {
-    return rma_v(ep, OpKind::kWrite, iov, count, dest, addr, key, ctx);
+ssize_t r_writev(fid_ep *ep, const iovec *iov, void **desc, size_t count, fi_addr_t dest,
+                 uint64_t addr, uint64_t key, void *ctx) {
+    return rma_v(ep, OpKind::kWrite, iov, desc, count, dest, addr, key, ctx);
 }
 ssize_t r_writemsg(fid_ep *ep, const fi_msg_rma *msg, uint64_t flags) {
     return rma_msg(ep, OpKind::kWrite, msg, flags);
@@ -141,11 +146,11 @@ ssize_t r_inject(fid_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64
     return do_rma(ep, OpKind::kWrite,
                   Rma{const_cast<void *>(buf), len, dest, addr, key, nullptr, FI_INJECT}, true);
 }
-ssize_t r_writedata(fid_ep *ep, const void *buf, size_t len, void *, uint64_t data, fi_addr_t dest,
-                    uint64_t addr, uint64_t key, void *ctx) {
+ssize_t r_writedata(fid_ep *ep, const void *buf, size_t len, void *desc, uint64_t data,
+                    fi_addr_t dest, uint64_t addr, uint64_t key, void *ctx) {
     return do_rma(ep, OpKind::kWrite,
                   Rma{const_cast<void *>(buf), len, dest, addr, key, ctx,
-                      view(ep)->tx_flags | FI_REMOTE_CQ_DATA, data});
+                      view(ep)->tx_flags | FI_REMOTE_CQ_DATA, data, desc});
 }
 ssize_t r_injectdata(fid_ep *ep, const void *buf, size_t len, uint64_t data, fi_addr_t dest,
                      uint64_t addr, uint64_t key) {

@@ -6,6 +6,7 @@
 
 #include "common/fi_api.hpp"
 #include "common/fid.hpp"
+#include "common/hmem.hpp"
 #include "common/info.hpp"
 #include "common/log.hpp"
 #include "cxi/obj/addr.hpp"
@@ -30,19 +31,19 @@ struct Request {
 // The info one soft NIC offers with provider keys (prov_key) or client keys, for
 // FI_PROTO_CXI or the receiver-not-ready protocol (rnr).
 // `dflt`: the key this process gets without asking (rgroup 0 and no VNI for none).
-fi_info *offer(const SoftNic &nic, bool prov_key, bool rnr, const AuthKey &dflt) {
+fi_info *offer(const SoftNic &nic, bool prov_key, bool rnr, const AuthKey &dflt, uint64_t hmem) {
     fi_info *i = fi_allocinfo();
     if (!i) return nullptr;
-    i->caps = kCaps;
+    i->caps = kCaps | hmem;
     i->mode = 0;
     i->addr_format = FI_ADDR_CXI;
     auto *src = static_cast<CxiAddr *>(std::calloc(1, sizeof(CxiAddr)));
     *src = make_addr(nic.addr, kPidAny);
     i->src_addr = src;
     i->src_addrlen = sizeof(CxiAddr);
-    *i->tx_attr = fi_tx_attr{kTxCaps,     0,          kTxOpFlags, kMsgOrder, 0,
-                             kInjectSize, kTxSizeMax, 1,          1,         FI_TC_UNSPEC};
-    i->rx_attr->caps = kRxCaps;
+    *i->tx_attr = fi_tx_attr{kTxCaps | hmem, 0,          kTxOpFlags, kMsgOrder, 0,
+                             kInjectSize,    kTxSizeMax, 1,          1,         FI_TC_UNSPEC};
+    i->rx_attr->caps = kRxCaps | hmem;
     i->rx_attr->op_flags = kRxOpFlags;
     i->rx_attr->msg_order = kMsgOrder;
     i->rx_attr->size = kRxSizeMax;
@@ -134,11 +135,12 @@ uint64_t with_directions(uint64_t caps) {
 
 // The capability trimming upstream applies (spec §1.1).
 void trim_caps(fi_info &i, const fi_info *hints) {
+    const uint64_t hmem = i.caps & FI_HMEM;  // offered where a GPU is
     uint64_t keep;
     if (!hints || !hints->caps) {
-        keep = kCaps & ~(FI_SOURCE | FI_SOURCE_ERR);
+        keep = (kCaps | hmem) & ~(FI_SOURCE | FI_SOURCE_ERR);
     } else {
-        uint64_t primary = hints->caps & kPrimaryCaps;
+        uint64_t primary = hints->caps & (kPrimaryCaps | hmem);
         if (!primary) primary = kPrimaryCaps;
         if (primary & FI_COLLECTIVE) primary |= FI_MSG;  // collectives travel as messages
         uint64_t secondary =
@@ -195,6 +197,18 @@ void finish(fi_info &i, const fi_info *hints, const Request &r, uint32_t version
         i.dest_addrlen = addr_len(version);
     }
     i.src_addrlen = addr_len(version);  // the buffers hold a whole CxiAddr either way
+}
+
+// FI_HMEM where a CUDA driver and device answer. The driver is loaded only for callers
+// that may want it (no hints, no caps, or FI_HMEM asked): cuInit costs an MPI rank that
+// asked for host memory only time and threads it never uses.
+uint64_t hmem_caps(const fi_info *hints) {
+    bool may_want = !hints || !hints->caps || (hints->caps & FI_HMEM);
+    if (!may_want) return 0;
+    if (hmem::cuda_available()) return FI_HMEM;
+    if (hints && (hints->caps & FI_HMEM))
+        SN_INFO(FI_LOG_CORE, "FI_HMEM asked for: %s\n", hmem::cuda_unavailable_reason());
+    return 0;
 }
 
 // Apply the adjustments upstream makes to the hints before matching.
@@ -322,10 +336,11 @@ int getinfo(uint32_t version, const char *node, const char *service, uint64_t fl
         // domain, and the RNR protocol only when asked for by name.
         bool rnr_asked = !h || (h->ep_attr && h->ep_attr->protocol == FI_PROTO_CXI_RNR);
         bool matched = false;
+        const uint64_t hmem = hmem_caps(hints);
         for (int n = 0; n < 4 && !(hints && matched); n++) {
             bool rnr = n >= 2, prov_key = n % 2 == 0;
             if (rnr && !rnr_asked) break;
-            fi_info *o = offer(nic, prov_key, rnr, dflt);
+            fi_info *o = offer(nic, prov_key, rnr, dflt, hmem);
             if (!o) break;
             if (wants_multi_key(hints)) multi_key(*o, rnr);
             o->domain_attr->mr_mode = required_mr_mode(prov_key);
