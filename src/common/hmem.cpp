@@ -6,7 +6,9 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -37,6 +39,9 @@ constexpr unsigned kMemoryTypeDevice = 2;   // CU_MEMORYTYPE_DEVICE
 constexpr int kPtrAttrSyncMemops = 6;       // CU_POINTER_ATTRIBUTE_SYNC_MEMOPS
 constexpr unsigned kIpcLazyPeerAccess = 1;  // CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
 constexpr size_t kMaxImports = 64;          // mappings of other processes' allocations kept
+constexpr unsigned kHostAllocPortable = 1;  // CU_MEMHOSTALLOC_PORTABLE: pinned for every context
+constexpr size_t kPinnedMin = 4096;         // smallest staging buffer class
+constexpr size_t kPinnedCache = 256 << 20;  // pinned staging bytes kept for reuse
 
 struct CUipcMemHandle {
     char reserved[64];
@@ -82,6 +87,9 @@ struct Cuda {
     CUresult (*ipc_get)(CUipcMemHandle *, CUdeviceptr) = nullptr;
     CUresult (*ipc_open)(CUdeviceptr *, CUipcMemHandle, unsigned) = nullptr;
     CUresult (*ipc_close)(CUdeviceptr) = nullptr;
+    // Pinned host memory for staging (absent: pageable memory).
+    CUresult (*host_alloc)(void **, size_t, unsigned) = nullptr;
+    CUresult (*free_host)(void *) = nullptr;
     std::vector<std::unique_ptr<Device>> devices;
 
     const char *error(CUresult r) const {
@@ -123,6 +131,8 @@ bool Cuda::load() {
     ipc_get = reinterpret_cast<decltype(ipc_get)>(dlsym(lib, "cuIpcGetMemHandle"));
     ipc_open = reinterpret_cast<decltype(ipc_open)>(dlsym(lib, "cuIpcOpenMemHandle_v2"));
     ipc_close = reinterpret_cast<decltype(ipc_close)>(dlsym(lib, "cuIpcCloseMemHandle"));
+    host_alloc = reinterpret_cast<decltype(host_alloc)>(dlsym(lib, "cuMemHostAlloc"));
+    free_host = reinterpret_cast<decltype(free_host)>(dlsym(lib, "cuMemFreeHost"));
     if (CUresult r = init(0); r != kCudaSuccess) {
         why = std::string("cuInit: ") + error(r);
         return false;
@@ -243,6 +253,62 @@ void sync_memops(const void *dev, int device) {
         SN_INFO(FI_LOG_MR, "CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on %p: %s\n", dev, c->error(r));
 }
 
+namespace {
+
+// Staging buffers the driver pinned: copies to and from them run at the bus's speed,
+// where pageable memory goes through the driver's own bounce buffer first. Pinning costs
+// more than a copy, so freed buffers are kept by power-of-two class for the next one.
+class PinnedPool {
+  public:
+    static size_t class_of(size_t len) { return std::bit_ceil(std::max(len, kPinnedMin)); }
+    void *take(size_t cls, int device) {
+        {
+            std::lock_guard<std::mutex> g(mu_);
+            auto &list = free_[cls];
+            if (!list.empty()) {
+                void *p = list.back();
+                list.pop_back();
+                cached_ -= cls;
+                return p;
+            }
+        }
+        Cuda *c = cuda();
+        Device *d = c->host_alloc && c->free_host ? c->open(device) : nullptr;
+        if (!d) return nullptr;
+        InContext in(c, d);
+        void *p = nullptr;
+        if (!in.ok() || c->host_alloc(&p, cls, kHostAllocPortable) != kCudaSuccess) return nullptr;
+        return p;
+    }
+    void give(void *p, size_t cls, int device) {
+        {
+            std::lock_guard<std::mutex> g(mu_);
+            if (cached_ + cls <= kPinnedCache) {
+                free_[cls].push_back(p);
+                cached_ += cls;
+                return;
+            }
+        }
+        Cuda *c = cuda();
+        if (Device *d = c->open(device)) {
+            InContext in(c, d);
+            c->free_host(p);
+        }
+    }
+
+  private:
+    std::mutex mu_;
+    std::map<size_t, std::vector<void *>> free_;
+    size_t cached_ = 0;
+};
+
+PinnedPool &pinned() {
+    static auto *pool = new PinnedPool();  // as long as the process: buffers may outlive exit
+    return *pool;
+}
+
+}  // namespace
+
 Staging *Staging::outbound(const void *dev, size_t len, int device, int &err) {
     Staging *s = inbound(const_cast<void *>(dev), len, device, err);
     if (s && (err = copy(s->host_, dev, len, device))) {
@@ -254,10 +320,18 @@ Staging *Staging::outbound(const void *dev, size_t len, int device, int &err) {
 
 Staging *Staging::inbound(void *dev, size_t len, int device, int &err) {
     err = 0;
-    void *host = std::malloc(len ? len : 1);
-    auto *s = host ? new (std::nothrow) Staging(host, dev, len, device) : nullptr;
+    size_t cls = PinnedPool::class_of(len);
+    void *host = pinned().take(cls, device);
+    if (!host) {  // no pinned memory to be had: pageable, slower but as correct
+        cls = 0;
+        host = std::malloc(len ? len : 1);
+    }
+    auto *s = host ? new (std::nothrow) Staging(host, dev, len, device, cls) : nullptr;
     if (!s) {
-        std::free(host);
+        if (cls)
+            pinned().give(host, cls, device);
+        else
+            std::free(host);
         err = -FI_ENOMEM;
         SN_WARN(FI_LOG_CORE, "no memory to stage %zu bytes of device %d\n", len, device);
     }
@@ -265,7 +339,10 @@ Staging *Staging::inbound(void *dev, size_t len, int device, int &err) {
 }
 
 Staging::~Staging() {
-    std::free(host_);
+    if (pinned_class_)
+        pinned().give(host_, pinned_class_, device_);
+    else
+        std::free(host_);
 }
 
 int Staging::land(size_t n) const {

@@ -77,12 +77,13 @@ class Staging {
     int land(size_t n) const;
 
   private:
-    Staging(void *host, void *dev, size_t len, int device)
-        : host_(host), dev_(dev), len_(len), device_(device) {}
+    Staging(void *host, void *dev, size_t len, int device, size_t pinned_class)
+        : host_(host), dev_(dev), len_(len), device_(device), pinned_class_(pinned_class) {}
     void *host_;
     void *dev_;
     size_t len_;
     int device_;
+    size_t pinned_class_;  // the pinned pool's class of host_; 0: malloc'd
 };
 
 }  // namespace softnic::hmem
