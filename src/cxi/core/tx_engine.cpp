@@ -116,7 +116,6 @@ ssize_t TxEngine::send_device(SendArgs a, transport::Link *link) {
 ssize_t TxEngine::send(const SendArgs &a) {
     int err = 0;
     transport::Link *link = engine_.links().route(a.dest, err);
-    if (link && !a.mem.host()) return send_device(a, link);
     if (!link) {
         if (err == -FI_EINVAL)
             SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "fi_addr %lu is not in the AV\n", a.dest);
@@ -130,6 +129,9 @@ ssize_t TxEngine::send(const SendArgs &a) {
         eagain_streak_ = 0;
         return 0;
     }
+    // Device memory is never one packet (64 KiB and more) nor one-sided: checked here,
+    // off the one-packet path.
+    if (!a.mem.host()) return send_device(a, link);
     if (err == -FI_EAGAIN) {  // the caller progresses and retries, as with a full NIC queue
         if ((++eagain_streak_ & 1023) != 0 || !link->peer_dead()) return -FI_EAGAIN;
         // A dead process's ring stays full: this send fails too, or the caller would

@@ -49,7 +49,7 @@ ssize_t do_send(fid_ep *ep, const void *buf, size_t len, void *desc, fi_addr_t d
         return v->ep->domain().deferred().queue_flagged(op, &v->ep->domain());
     }
     return post_send(v, SendArgs{buf, len, dest, tag, data, context, flags, tagged, inject_call},
-                     buffer_memory(v, buf, len, desc));
+                     desc);
 }
 
 ssize_t do_recv(fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src, uint64_t tag,
@@ -65,7 +65,7 @@ ssize_t do_recv(fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src, ui
     if (!(v->ep->caps() & FI_DIRECTED_RECV)) src = FI_ADDR_UNSPEC;
     RecvArgs a{buf, len, src, tag, ignore, context, flags & ~kIgnoredRecvFlags, tagged};
     if (flags & FI_PEEK) return v->engine->peek(a);
-    return post_recv(v, a, buffer_memory(v, buf, len, desc));
+    return post_recv(v, a, desc);
 }
 
 bool single_iov(const iovec *iov, size_t count) {

@@ -33,7 +33,8 @@ int check_hmem(const EpView *v) {
 // allocation costs more than staging a small message through host memory.
 constexpr size_t kIpcMin = 64 * 1024;
 
-ssize_t post_send(EpView *v, SendArgs a, hmem::Where w) {
+ssize_t post_send_hmem(EpView *v, SendArgs a, void *desc) {
+    const hmem::Where w = buffer_memory(v, a.buf, a.len, desc);
     if (w.host()) return v->engine->send(a);
     if (int ret = check_hmem(v)) return ret;
     if (a.kind == OpKind::kSend && a.len >= kIpcMin && !(a.flags & FI_INJECT)) {
@@ -53,7 +54,8 @@ ssize_t post_send(EpView *v, SendArgs a, hmem::Where w) {
     return ret;
 }
 
-ssize_t post_recv(EpView *v, RecvArgs a, hmem::Where w) {
+ssize_t post_recv_hmem(EpView *v, RecvArgs a, void *desc) {
+    const hmem::Where w = buffer_memory(v, a.buf, a.len, desc);
     if (w.host()) return v->engine->recv(a);
     if (int ret = check_hmem(v)) return ret;
     if (a.flags & FI_MULTI_RECV)

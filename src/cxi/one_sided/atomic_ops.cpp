@@ -100,6 +100,7 @@ int check_restricted(EpView *v, const Amo &m) {
 // An operand, comparand or result buffer in device memory (asked only of FI_HMEM
 // endpoints): the CPU computes atomics, and a device buffer is not its memory.
 bool device_operand(const EpView *v, const Amo &m) {
+    if (!(v->ep->caps() & FI_HMEM)) return false;
     const size_t n = amo::datatype_size(m.dt);
     return !buffer_memory(v, m.buf, n, nullptr).host() ||
            !buffer_memory(v, m.compare, n, nullptr).host() ||

@@ -89,7 +89,7 @@ ssize_t do_rma(fid_ep *ep, OpKind kind, const Rma &r, bool inject_call = false) 
     bool ordered = v->msg_order & (FI_ORDER_WAW | FI_ORDER_RMA_WAW);
     a.rma.restricted =
         w && optimized && !v->ep->remote_events() && !ordered && !(r.flags & FI_REMOTE_CQ_DATA);
-    return post_send(v, a, buffer_memory(v, r.buf, r.len, r.desc));
+    return post_send(v, a, r.desc);
 }
 
 // One local iov (or none), exactly one remote one.
