@@ -59,6 +59,8 @@ class Channel final : public Link {
     // Retransmission timer; returns the next deadline (0: nothing outstanding).
     uint64_t on_timer(uint64_t now);
     bool busy() const { return una_ != next_seq_ || blocked_; }
+    // The retransmission timeout toward the peer: what its own toward us is likely to be.
+    uint64_t rto_ns() const { return rto_ns_; }
     void fail(State why);
 
     bool in_ack_list = false, in_drain_list = false;

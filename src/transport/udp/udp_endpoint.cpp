@@ -172,12 +172,20 @@ void UdpEndpoint::flush_acks(bool idle) {
     }
 }
 
+// Before closing, answer the duplicates of peers whose last acknowledgement from us may
+// have been lost, as TCP's TIME_WAIT does: until the peers have been quiet for eight of
+// their retransmission timeouts (a resend and two backed-off ones, 1 + 2 + 4, all lost),
+// at least 10 ms, and for at most twice that (50 ms to 500 ms). A peer that retransmits
+// into a closed port is told "unreachable" and fails its last operation, which we had.
 void UdpEndpoint::linger() {
+    constexpr uint64_t kQuietMin = 10000000, kQuietMax = 250000000, kMin = 50000000;  // ns
     bool owed = false;
+    uint64_t quiet = kQuietMin;
     for (auto &c : all_)
         if (c->alive() && c->heard_from_peer()) {
             c->send_ack();
             owed = true;
+            quiet = std::max(quiet, std::min(kQuietMax, 8 * c->rto_ns()));
         }
     sock_.flush();
     if (!owed) return;
@@ -185,9 +193,9 @@ void UdpEndpoint::linger() {
     struct Refuse : PacketSink {
         bool deliver(const uint8_t *, size_t) override { return false; }
     } refuse;
-    constexpr uint64_t kMax = 50000000, kQuiet = 10000000;  // ns
+    const uint64_t limit = std::max(kMin, 2 * quiet);
     uint64_t start = now_ns(), last_rx = start;
-    for (uint64_t now = start; now - start < kMax && now - last_rx < kQuiet; now = now_ns()) {
+    for (uint64_t now = start; now - start < limit && now - last_rx < quiet; now = now_ns()) {
         if (poll(refuse, 64)) last_rx = now;
         sock_.release_faults(now);
         struct timespec ts = {0, 200000};
