@@ -320,6 +320,81 @@ TEST(UdpReliable, StreamEpochsFollowTheClock) {
     EXPECT_LT(off < 0 ? -off : off, 1 << 22) << "epoch " << e1 << " clock " << clock;
 }
 
+// A channel's slots grow with a burst (a window of packets in flight) and go back to a
+// few once the endpoint has been quiet: an idle peer costs little.
+TEST(UdpReliable, ABurstGrowsTheSlotsAndQuietGivesThemBack) {
+    UdpConfig c;
+    Pair p(c, c);
+    ASSERT_TRUE(p.a && p.b);
+    Channel *ab = p.a->link_to(kIpB, p.port_b());
+    size_t idle = ab->slot_count();
+    EXPECT_LE(idle, 32u);
+    CheckingSink sa, sb;
+    std::vector<uint8_t> buf(1000);
+    uint64_t sent = 0, most = 0;
+    for (int spins = 0; sent < 3000 || !ab->acked(sent); spins++) {
+        ASSERT_LT(spins, 10000000);
+        for (int k = 0; k < 64 && sent < 3000; k++) {
+            std::memcpy(buf.data(), &sent, 8);
+            size_t len = packet_size(sent, buf.size());
+            for (size_t j = 8; j < len; j++)
+                buf[j] = uint8_t(sent + j);
+            iovec iov{buf.data() + 8, len - 8};
+            if (!ab->send(buf.data(), 8, &iov, 1, true)) break;
+            sent++;
+        }
+        ab->flush();
+        most = std::max<uint64_t>(most, ab->slot_count());
+        p.b->poll(sb, 64);
+        p.a->poll(sa, 64);
+    }
+    EXPECT_EQ(sb.next, 3000u);
+    EXPECT_EQ(sb.bad, 0u);
+    EXPECT_GT(most, idle) << "a window of packets in flight needs more than the first slots";
+    for (int i = 0; i < 100000; i++) {  // quiet: nothing arrives
+        p.a->poll(sa, 64);
+        p.b->poll(sb, 64);
+    }
+    EXPECT_EQ(ab->slot_count(), idle);
+}
+
+// One endpoint that heard from many peers once: what each idle peer costs it.
+TEST(UdpReliable, AnIdlePeerCostsAFewKilobytes) {
+    UdpConfig c;
+    int err = 0;
+    auto rx = UdpEndpoint::open(kIpA, 0, c, err);
+    ASSERT_TRUE(rx);
+    const uint16_t port = rx->socket().port();
+    constexpr int kPeers = 200;  // one descriptor each: well under the default limit
+    std::vector<std::unique_ptr<UdpEndpoint>> peers;
+    CheckingSink sink, none;
+    uint64_t seq = 0;
+    for (int i = 0; i < kPeers; i++) {
+        peers.push_back(UdpEndpoint::open(kIpB, 0, c, err));
+        ASSERT_TRUE(peers.back());
+        Channel *ch = peers.back()->link_to(kIpA, port);
+        uint8_t msg[64] = {};
+        iovec iov{msg, sizeof(msg)};
+        ASSERT_TRUE(ch->send(&seq, 8, &iov, 1, false));
+        for (int spins = 0; !ch->acked(ch->last_token()); spins++) {
+            ASSERT_LT(spins, 1000000);
+            rx->poll(sink, 64);
+            peers.back()->poll(none, 64);
+        }
+    }
+    for (int i = 0; i < 100000; i++)  // quiet
+        rx->poll(sink, 64);
+    size_t total = 0;
+    for (int i = 0; i < kPeers; i++) {
+        Channel *ch = rx->link_to(kIpB, peers[i]->socket().port());
+        ASSERT_NE(ch, nullptr);
+        total += ch->footprint();
+    }
+    const size_t per_peer = total / kPeers;
+    std::printf("heap per idle peer: %zu bytes (%d peers)\n", per_peer, kPeers);
+    EXPECT_LE(per_peer, size_t{8192}) << "an idle peer should cost a few KiB";
+}
+
 TEST(UdpReliable, GarbageIsCountedNotTrusted) {
     UdpConfig c;
     int err = 0;

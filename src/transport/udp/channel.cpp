@@ -13,6 +13,7 @@ namespace {
 constexpr size_t kKeepSlotBytes = 4096;      // larger buffers are freed once acknowledged
 constexpr unsigned kRtoBurst = 8;            // packets resent when the timer fires
 constexpr uint64_t kInitialRtoNs = 2000000;  // before a round trip was measured (first contact)
+constexpr uint32_t kInitialSlots = 16;       // per direction; grown on demand up to the window
 
 // Expand a 32-bit wire sequence to the 64-bit one nearest to `near`.
 int64_t seq_delta(uint32_t wire, uint64_t near) {
@@ -26,10 +27,11 @@ Channel::Channel(UdpEndpoint &ep, const sockaddr_in &peer, uint32_t epoch)
       peer_(peer),
       epoch_(epoch),
       peer_limit_(ep.config().window),
-      tx_(ep.config().window),
+      tx_(kInitialSlots, ep.config().window),
       rto_ns_(std::min<uint64_t>(kInitialRtoNs, uint64_t(ep.config().rto_max_us) * 1000)),
       last_heard_ns_(now_ns()),
-      rx_(ep.config().window) {}
+      rx_(kInitialSlots, ep.config().window),
+      rx_window_(ep.config().window) {}
 
 Channel::~Channel() = default;
 
@@ -50,7 +52,7 @@ void Channel::fill_ack(RelHdr &h) {
     h.flags |= kRelAckValid;
     h.ack_epoch = peer_epoch_;
     h.ack = uint32_t(rcv_next_);
-    h.window = uint32_t(deliv_next_ + rx_.size());
+    h.window = uint32_t(deliv_next_ + rx_window_);
     if (rx_high_ <= rcv_next_ + 1) return;  // nothing out of order
     uint64_t end = std::min({deliv_next_ + rx_.size(), rcv_next_ + 65, rx_high_});
     for (uint64_t s = rcv_next_ + 1; s < end; s++)
@@ -75,7 +77,8 @@ bool Channel::enqueue(const void *hdr, size_t hdr_len, const iovec *iov, size_t 
         copied += iov[i].iov_len;
     size_t total = copied + ref.iov_len;
     const UdpConfig &cfg = ep_.config();
-    bool window_full = next_seq_ - una_ >= tx_.size() || next_seq_ >= peer_limit_;
+    const uint64_t in_flight = next_seq_ - una_;
+    bool window_full = in_flight >= cfg.window || next_seq_ >= peer_limit_;
     if (window_full || (una_ != next_seq_ && inflight_bytes_ + total > cfg.window_bytes) ||
         total > cfg.max_datagram) {
         blocked_ = true;
@@ -83,6 +86,7 @@ bool Channel::enqueue(const void *hdr, size_t hdr_len, const iovec *iov, size_t 
         ep_.socket().flush();
         return false;
     }
+    if (in_flight == tx_.size()) tx_.grow(una_, in_flight + 1);  // a burst: more slots
     TxSlot &s = tx(next_seq_);
     if (s.cap < copied) {
         s.cap = uint32_t(std::max<size_t>(copied, 256));
@@ -157,7 +161,7 @@ void Channel::on_ack(const RelHdr &h, uint64_t now) {
     heard_ = true;
     retries_ = 0;
     uint64_t limit = a + uint64_t(int64_t(seq_delta(h.window, a)));
-    if (limit > peer_limit_ && limit <= a + tx_.size()) peer_limit_ = limit;
+    if (limit > peer_limit_ && limit <= a + ep_.config().window) peer_limit_ = limit;
     if (a > una_) {
         ep_.socket().flush();  // queued datagrams may point into the slots we free
         release_acked(a, now);
@@ -241,7 +245,8 @@ void Channel::fast_retransmit(uint64_t upto, uint64_t now) {
 
 uint64_t Channel::on_timer(uint64_t now) {
     if (state_ != State::kOpen) return 0;
-    if (blocked_ && next_seq_ < peer_limit_ && next_seq_ - una_ < tx_.size()) blocked_ = false;
+    if (blocked_ && next_seq_ < peer_limit_ && next_seq_ - una_ < ep_.config().window)
+        blocked_ = false;
     if (una_ == next_seq_ && !blocked_) return deadline_ = 0;
     if (!deadline_) deadline_ = now + rto_ns_;
     if (now < deadline_) return deadline_;
@@ -307,6 +312,23 @@ void Channel::fail(State why) {
     ep_.channel_failed(this);
 }
 
+size_t Channel::footprint() const {
+    size_t n = sizeof(*this) + tx_.size() * sizeof(TxSlot) + rx_.size() * sizeof(RxSlot);
+    for (const TxSlot &t : tx_)
+        n += t.cap;
+    for (const RxSlot &r : rx_)
+        n += r.cap;
+    return n;
+}
+
+void Channel::trim() {
+    if (state_ != State::kOpen || una_ != next_seq_ || blocked_ || backlogged_ ||
+        rx_high_ > deliv_next_)
+        return;
+    tx_.shrink(una_);
+    rx_.shrink(deliv_next_);
+}
+
 void Channel::reset_rx(uint32_t epoch) {
     have_peer_epoch_ = true;
     peer_epoch_ = epoch;
@@ -341,7 +363,8 @@ void Channel::on_data(const RelHdr &h, const uint8_t *body, size_t len, PacketSi
     }
     int64_t d = seq_delta(h.seq, deliv_next_);
     ep_.need_ack(this);
-    if (d < 0 || uint64_t(d) >= rx_.size() || rx(deliv_next_ + uint64_t(d)).present) {
+    if (d < 0 || uint64_t(d) >= rx_window_ ||
+        (uint64_t(d) < rx_.size() && rx(deliv_next_ + uint64_t(d)).present)) {
         ack_urgent_ = true;  // a duplicate: our acknowledgement was probably lost
         ep_.count_duplicate();
         return;
@@ -360,6 +383,7 @@ void Channel::on_data(const RelHdr &h, const uint8_t *body, size_t len, PacketSi
         if (rx(deliv_next_).present) drain(sink);
         return;
     }
+    if (uint64_t(d) >= rx_.size()) rx_.grow(deliv_next_, uint64_t(d) + 1);  // room to hold it
     store(rx(s), body, len);
     rx_high_ = std::max(rx_high_, s + 1);
     if (s == deliv_next_ && !backlogged_) {

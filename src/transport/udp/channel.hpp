@@ -14,6 +14,7 @@
 
 #include "transport/transport.hpp"
 #include "transport/udp/rel_wire.hpp"
+#include "transport/udp/seq_ring.hpp"
 #include "transport/udp/socket.hpp"
 
 namespace softnic::transport::udp {
@@ -62,6 +63,11 @@ class Channel final : public Link {
     // The retransmission timeout toward the peer: what its own toward us is likely to be.
     uint64_t rto_ns() const { return rto_ns_; }
     void fail(State why);
+    // Quiet: give back the slots grown for a burst (nothing in flight, nothing held).
+    void trim();
+    size_t slot_count() const { return tx_.size() + rx_.size(); }
+    // Heap bytes this channel holds: itself, its slots and their buffers.
+    size_t footprint() const;
 
     bool in_ack_list = false, in_drain_list = false;
 
@@ -91,8 +97,8 @@ class Channel final : public Link {
     void retransmit(uint64_t seq, uint64_t now);
     void fast_retransmit(uint64_t upto, uint64_t now);
     void release_acked(uint64_t upto, uint64_t now);
-    TxSlot &tx(uint64_t seq) { return tx_[seq % tx_.size()]; }
-    RxSlot &rx(uint64_t seq) { return rx_[seq % rx_.size()]; }
+    TxSlot &tx(uint64_t seq) { return tx_[seq]; }
+    RxSlot &rx(uint64_t seq) { return rx_[seq]; }
 
     UdpEndpoint &ep_;
     sockaddr_in peer_;
@@ -103,7 +109,7 @@ class Channel final : public Link {
     uint64_t next_seq_ = 0, una_ = 0, peer_limit_;
     size_t inflight_bytes_ = 0;
     bool blocked_ = false;  // a send was refused for want of window
-    std::vector<TxSlot> tx_;
+    SeqRing<TxSlot> tx_;
     uint64_t rto_ns_, srtt_ns_ = 0, rttvar_ns_ = 0, min_rtt_ns_ = 0, deadline_ = 0;
     unsigned retries_ = 0;
     uint64_t last_heard_ns_;  // the peer's latest datagram (or our first attempt)
@@ -111,7 +117,8 @@ class Channel final : public Link {
     bool have_peer_epoch_ = false;
     uint32_t peer_epoch_ = 0;
     uint64_t deliv_next_ = 0, rcv_next_ = 0, rx_high_ = 0;
-    std::vector<RxSlot> rx_;
+    SeqRing<RxSlot> rx_;
+    uint32_t rx_window_;  // packets past the next to deliver the peer may send
     bool backlogged_ = false, ack_urgent_ = false;
     unsigned rx_unacked_ = 0;
     RelHdr ack_buf_{};  // a queued ACK / PROBE lives here until the socket flushes

@@ -143,8 +143,12 @@ size_t UdpEndpoint::poll(PacketSink &sink, size_t) {
     if (n) {
         idle_polls_ = 0;
         active_.store(true, std::memory_order_relaxed);
-    } else if (++idle_polls_ >= kIdleToQuiet && !busy()) {
+    } else if (++idle_polls_ >= kIdleToQuiet && !busy() &&
+               active_.load(std::memory_order_relaxed)) {
         active_.store(false, std::memory_order_relaxed);
+        sock_.flush();  // nothing queued may point into slots given back
+        for (auto &[key, c] : channels_)  // the burst is over: its slots go back
+            c->trim();
     }
     if (busy_hint_.load(std::memory_order_relaxed) != busy())
         busy_hint_.store(busy(), std::memory_order_relaxed);
