@@ -146,7 +146,7 @@ size_t UdpEndpoint::poll(PacketSink &sink, size_t) {
     } else if (++idle_polls_ >= kIdleToQuiet && !busy() &&
                active_.load(std::memory_order_relaxed)) {
         active_.store(false, std::memory_order_relaxed);
-        sock_.flush();  // nothing queued may point into slots given back
+        sock_.flush();                    // nothing queued may point into slots given back
         for (auto &[key, c] : channels_)  // the burst is over: its slots go back
             c->trim();
     }
