@@ -178,6 +178,17 @@ class InContext {
     bool ok_;
 };
 
+// One copy on the current context's legacy default stream, finished on return (the
+// caller holds the context, InContext). 0 or -FI_EIO, logged.
+int copy_now(Cuda *c, CUdeviceptr dst, CUdeviceptr src, size_t len) {
+    CUresult r = c->memcpy_async(dst, src, len, nullptr);
+    if (r == kCudaSuccess) r = c->stream_synchronize(nullptr);
+    if (r != kCudaSuccess)
+        SN_REJECT(-FI_EIO, FI_LOG_CORE, "copy of %zu bytes 0x%llx -> 0x%llx: %s\n", len, src, dst,
+                  c->error(r));
+    return 0;
+}
+
 Cuda *cuda() {
     static Cuda *c = [] {
         auto *api = new Cuda();  // lives as long as the process: the driver does too
@@ -234,12 +245,7 @@ int copy(void *dst, const void *src, size_t len, int device) {
     if (!d) SN_REJECT(-FI_EIO, FI_LOG_CORE, "no usable CUDA device %d\n", device);
     InContext in(c, d);
     if (!in.ok()) SN_REJECT(-FI_EIO, FI_LOG_CORE, "no context on CUDA device %d\n", device);
-    CUresult r = c->memcpy_async(dptr(dst), dptr(src), len, nullptr);
-    if (r == kCudaSuccess) r = c->stream_synchronize(nullptr);
-    if (r != kCudaSuccess)
-        SN_REJECT(-FI_EIO, FI_LOG_CORE, "copy of %zu bytes %p -> %p on device %d: %s\n", len, src,
-                  dst, device, c->error(r));
-    return 0;
+    return copy_now(c, dptr(dst), dptr(src), len);
 }
 
 void sync_memops(const void *dev, int device) {
@@ -431,12 +437,7 @@ int ipc_copy(const IpcRef &ref, bool same_process, void *dst, bool dst_is_device
             SN_REJECT(-FI_EINVAL, FI_LOG_CORE, "imported range of %zu bytes out of bounds\n", len);
         src = m->base + ref.offset;
     }
-    CUresult r = c->memcpy_async(dptr(dst), src, len, nullptr);
-    if (r == kCudaSuccess) r = c->stream_synchronize(nullptr);
-    if (r != kCudaSuccess)
-        SN_REJECT(-FI_EIO, FI_LOG_CORE, "device-to-device copy of %zu bytes: %s\n", len,
-                  c->error(r));
-    return 0;
+    return copy_now(c, dptr(dst), src, len);
 }
 
 }  // namespace softnic::hmem

@@ -106,10 +106,7 @@ ssize_t TxEngine::send_device(SendArgs a, transport::Link *link) {
     static_assert(sizeof(ref) <= sizeof(op->inline_data));
     std::memcpy(op->inline_data, &ref, sizeof(ref));
     op->eager = EagerState{0, 0, false, true, true, false, true};  // nothing eager: pulled
-    enqueue(op);
-    holding_more_ = a.flags & FI_MORE;
-    if (!holding_more_) pump_pending();
-    engine_.note_work();
+    post(op);
     return 0;
 }
 
@@ -167,11 +164,16 @@ ssize_t TxEngine::send(const SendArgs &a) {
     // One-sided operations complete on the target's answer (delivery complete).
     e.wait_done = rdzv || op->rnr.ok || a.kind != OpKind::kSend ||
                   completion_level(a.flags) != FI_TRANSMIT_COMPLETE;
+    post(op);
+    return 0;
+}
+
+// A new operation into the FIFO: pumped now unless FI_MORE holds the batch.
+void TxEngine::post(TxOp *op) {
     enqueue(op);
-    holding_more_ = a.flags & FI_MORE;
+    holding_more_ = op->a.flags & FI_MORE;
     if (!holding_more_) pump_pending();
     engine_.note_work();  // the offload helper may finish it
-    return 0;
 }
 
 void TxEngine::enqueue(TxOp *op) {

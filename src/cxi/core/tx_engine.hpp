@@ -61,6 +61,7 @@ class TxEngine {
 
   private:
     ssize_t send_device(SendArgs a, transport::Link *link);
+    void post(TxOp *op);
     void enqueue(TxOp *op);
     bool try_fast_send(const SendArgs &a, transport::Link *link, int &err);
     uint64_t completion_level(uint64_t flags) const;

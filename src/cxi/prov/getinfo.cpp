@@ -327,6 +327,7 @@ int getinfo(uint32_t version, const char *node, const char *service, uint64_t fl
     if (int r = hint_keys(hints, keys)) return r;
     fi_info *h = normalized_hints(hints);
     fi_info *head = nullptr, **tail = &head;
+    const uint64_t hmem = hmem_caps(hints);  // the same for every soft NIC
     for (const SoftNic &nic : soft_nics()) {
         if (req.restrict_nic && nic.addr != req.nic) continue;
         if (!keys_usable(nic, keys)) continue;
@@ -336,7 +337,6 @@ int getinfo(uint32_t version, const char *node, const char *service, uint64_t fl
         // domain, and the RNR protocol only when asked for by name.
         bool rnr_asked = !h || (h->ep_attr && h->ep_attr->protocol == FI_PROTO_CXI_RNR);
         bool matched = false;
-        const uint64_t hmem = hmem_caps(hints);
         for (int n = 0; n < 4 && !(hints && matched); n++) {
             bool rnr = n >= 2, prov_key = n % 2 == 0;
             if (rnr && !rnr_asked) break;
