@@ -28,6 +28,7 @@ Channel::Channel(UdpEndpoint &ep, const sockaddr_in &peer, uint32_t epoch)
       epoch_(epoch),
       peer_limit_(ep.config().window),
       tx_(kInitialSlots, ep.config().window),
+      cwnd_(ep.config().window),
       rto_ns_(std::min<uint64_t>(kInitialRtoNs, uint64_t(ep.config().rto_max_us) * 1000)),
       last_heard_ns_(now_ns()),
       rx_(kInitialSlots, ep.config().window),
@@ -50,6 +51,9 @@ void Channel::fill_ack(RelHdr &h) {
     h.sack = 0;
     if (!have_peer_epoch_) return;
     h.flags |= kRelAckValid;
+    if (mark_) h.flags |= kRelCongested;
+    if (dup_seen_) h.flags |= kRelDuplicate;
+    mark_ = dup_seen_ = false;
     h.ack_epoch = peer_epoch_;
     h.ack = uint32_t(rcv_next_);
     h.window = uint32_t(deliv_next_ + rx_window_);
@@ -78,7 +82,7 @@ bool Channel::enqueue(const void *hdr, size_t hdr_len, const iovec *iov, size_t 
     size_t total = copied + ref.iov_len;
     const UdpConfig &cfg = ep_.config();
     const uint64_t in_flight = next_seq_ - una_;
-    bool window_full = in_flight >= cfg.window || next_seq_ >= peer_limit_;
+    bool window_full = in_flight >= cwnd_.packets() || next_seq_ >= peer_limit_;
     if (window_full || (una_ != next_seq_ && inflight_bytes_ + total > cfg.window_bytes) ||
         total > cfg.max_datagram) {
         blocked_ = true;
@@ -135,10 +139,22 @@ void Channel::send_ack(RelType type) {
     ep_.socket().queue(peer_, &h, sizeof(h));
 }
 
+void Channel::mark_congested() {
+    mark_ = ack_urgent_ = true;
+    ep_.need_ack(this);
+}
+
 void Channel::on_datagram(const RelHdr &h, const uint8_t *body, size_t len, PacketSink &sink) {
     uint64_t now = now_ns();
     last_heard_ns_ = now;
-    if ((h.flags & kRelAckValid) && h.ack_epoch == epoch_) on_ack(h, now);
+    if ((h.flags & kRelAckValid) && h.ack_epoch == epoch_) {
+        on_ack(h, now);
+        if (h.flags & kRelCongested) {
+            marked_ns_ = now;
+            if (cwnd_.on_congestion(una_, next_seq_)) ep_.count_congestion();
+        }
+        if (h.flags & kRelDuplicate) needless_ = true;  // a resend of ours, most likely
+    }
     switch (RelType(h.type)) {
         case RelType::kData:
             on_data(h, body, len, sink);
@@ -160,6 +176,7 @@ void Channel::on_ack(const RelHdr &h, uint64_t now) {
     uint64_t a = una_ + uint64_t(d);
     heard_ = true;
     retries_ = 0;
+    timeout_cut_ = false;
     uint64_t limit = a + uint64_t(int64_t(seq_delta(h.window, a)));
     if (limit > peer_limit_ && limit <= a + ep_.config().window) peer_limit_ = limit;
     if (a > una_) {
@@ -172,7 +189,9 @@ void Channel::on_ack(const RelHdr &h, uint64_t now) {
         if (!(h.sack >> i & 1)) continue;
         uint64_t s = a + 1 + i;
         if (s >= next_seq_) break;
-        tx(s).sacked = true;
+        TxSlot &t = tx(s);
+        if (!t.sacked) note_delivered(t, now);
+        t.sacked = true;
         top = s;
     }
     if (top) fast_retransmit(top, now);
@@ -184,20 +203,19 @@ void Channel::release_acked(uint64_t upto, uint64_t now) {
     bool clean = upto - una_ <= 32;
     for (uint64_t s = una_; clean && s < upto; s++)
         clean = tx(s).tries == 1 && !tx(s).sacked;
-    if (clean) {
-        uint64_t sample = now - tx(upto - 1).sent_ns;
-        if (!min_rtt_ns_ || sample < min_rtt_ns_) min_rtt_ns_ = sample;
-        if (!srtt_ns_) {
-            srtt_ns_ = sample;
-            rttvar_ns_ = sample / 2;
-        } else {
-            uint64_t dev = sample > srtt_ns_ ? sample - srtt_ns_ : srtt_ns_ - sample;
-            rttvar_ns_ = (3 * rttvar_ns_ + dev) / 4;
-            srtt_ns_ = (7 * srtt_ns_ + sample) / 8;
-        }
-    }
+    if (clean) take_rtt_sample(now - tx(upto - 1).sent_ns);
+    // Congested, a timeout's backing off holds until a fresh sample: fully when the peer
+    // said it received duplicates (our resends were needless: it is slow, not lossy), else
+    // up to four times the estimate (a tail loss, which only the timer repairs, must not
+    // wait for a long backed-off timer). Not congested, any progress undoes it, so that
+    // the peer's timer toward us stays near ours (a closing endpoint lingers by ours).
+    if (!congested(now))
+        rto_ns_ = rto_from_estimate();
+    else if (!needless_)
+        rto_ns_ = std::min(rto_ns_, 4 * rto_from_estimate());
     for (uint64_t s = una_; s < upto; s++) {
         TxSlot &t = tx(s);
+        if (!t.sacked) note_delivered(t, now);
         inflight_bytes_ -= t.len + t.ref_len;
         t.len = t.ref_len = 0;
         t.ref = nullptr;
@@ -206,19 +224,36 @@ void Channel::release_acked(uint64_t upto, uint64_t now) {
             t.cap = 0;
         }
     }
+    cwnd_.on_acked(upto - una_, upto);
     una_ = upto;
-    const UdpConfig &cfg = ep_.config();
-    // The timer follows the measured round trip, with a floor near the link's own (three
-    // times the fastest round trip seen), not a fixed millisecond: a lost lone packet
-    // costs about one round trip more, as on the hardware. Backing off on each timeout
-    // keeps a merely slow peer from drawing a storm.
-    uint64_t floor = std::max<uint64_t>(uint64_t(cfg.rto_min_us) * 1000, 3 * min_rtt_ns_);
-    rto_ns_ = std::clamp<uint64_t>(srtt_ns_ + 4 * rttvar_ns_, floor,
-                                   std::max<uint64_t>(floor, uint64_t(cfg.rto_max_us) * 1000));
     if (una_ != next_seq_)
         ep_.arm_timer(deadline_ = now + rto_ns_);
     else
         deadline_ = 0;
+}
+
+void Channel::take_rtt_sample(uint64_t sample) {
+    if (!min_rtt_ns_ || sample < min_rtt_ns_) min_rtt_ns_ = sample;
+    if (!srtt_ns_) {
+        srtt_ns_ = sample;
+        rttvar_ns_ = sample / 2;
+    } else {
+        uint64_t dev = sample > srtt_ns_ ? sample - srtt_ns_ : srtt_ns_ - sample;
+        rttvar_ns_ = (3 * rttvar_ns_ + dev) / 4;
+        srtt_ns_ = (7 * srtt_ns_ + sample) / 8;
+    }
+    needless_ = false;
+    rto_ns_ = rto_from_estimate();
+}
+
+// The timer follows the measured round trip, with a floor near the link's own (three
+// times the fastest round trip seen), not a fixed millisecond: a lost lone packet costs
+// about one round trip more, as on the hardware.
+uint64_t Channel::rto_from_estimate() const {
+    const UdpConfig &cfg = ep_.config();
+    uint64_t floor = std::max<uint64_t>(uint64_t(cfg.rto_min_us) * 1000, 3 * min_rtt_ns_);
+    return std::clamp<uint64_t>(srtt_ns_ + 4 * rttvar_ns_, floor,
+                                std::max<uint64_t>(floor, uint64_t(cfg.rto_max_us) * 1000));
 }
 
 void Channel::retransmit(uint64_t seq, uint64_t now) {
@@ -234,19 +269,33 @@ void Channel::retransmit(uint64_t seq, uint64_t now) {
     ep_.count_retransmit();
 }
 
-// Packets below a selectively acknowledged one that have been out for a while are lost.
+// For loss detection: the latest send time known to have arrived. An acknowledgement
+// sooner than a round trip after a resend answers the first sending, not the resend.
+void Channel::note_delivered(const TxSlot &t, uint64_t now) {
+    if (t.tries > 1 && now - t.sent_ns < min_rtt_ns_) return;
+    rack_sent_ns_ = std::max(rack_sent_ns_, t.sent_ns);
+}
+
+// A packet below a selectively acknowledged one is lost once it has been out for twice the
+// fastest round trip: random loss is repaired at once. While the peer marks congestion,
+// a packet is lost only when one sent after it has arrived (RACK, RFC 8985), give or
+// take a quarter of the fastest round trip for reordering: a resent packet is judged
+// again only by what was sent after the resend, so one loss draws one resend however
+// far the queue stretches the round trip (by age alone, every hole was resent on every
+// acknowledgement, and the resends fed the queue).
 void Channel::fast_retransmit(uint64_t upto, uint64_t now) {
-    uint64_t age = std::max<uint64_t>(2 * min_rtt_ns_, 30000);
+    const bool congested = this->congested(now);
+    const uint64_t reorder = min_rtt_ns_ / 4, age = std::max<uint64_t>(2 * min_rtt_ns_, 30000);
     for (uint64_t s = una_; s < upto; s++) {
         TxSlot &t = tx(s);
-        if (!t.sacked && now - t.sent_ns >= age) retransmit(s, now);
+        bool lost = congested ? t.sent_ns + reorder < rack_sent_ns_ : now - t.sent_ns >= age;
+        if (!t.sacked && lost) retransmit(s, now);
     }
 }
 
 uint64_t Channel::on_timer(uint64_t now) {
     if (state_ != State::kOpen) return 0;
-    if (blocked_ && next_seq_ < peer_limit_ && next_seq_ - una_ < ep_.config().window)
-        blocked_ = false;
+    if (blocked_ && next_seq_ < peer_limit_ && next_seq_ - una_ < cwnd_.packets()) blocked_ = false;
     if (una_ == next_seq_ && !blocked_) return deadline_ = 0;
     if (!deadline_) deadline_ = now + rto_ns_;
     if (now < deadline_) return deadline_;
@@ -263,8 +312,16 @@ uint64_t Channel::on_timer(uint64_t now) {
         // peer's last acknowledgement is lost, nothing is left to resend, the peer owes
         // nothing, and both wait in silence until the peer is declared dead.
         tx(una_).sacked = false;
-        unsigned n = 0;
-        for (uint64_t s = una_; s < next_seq_ && n < kRtoBurst; s++)
+        // Congested, a window that timed out shrinks, and only what it allows is resent:
+        // the peer may only be slow. A lone packet's first timeout says nothing of
+        // congestion (a request the peer answers late): the window stays.
+        if (congested(now) && (next_seq_ - una_ > 1 || retries_ >= 2)) {
+            cwnd_.on_timeout(next_seq_, !timeout_cut_);
+            timeout_cut_ = true;
+            ep_.count_congestion();
+        }
+        unsigned n = 0, burst = std::min(kRtoBurst, cwnd_.packets());
+        for (uint64_t s = una_; s < next_seq_ && n < burst; s++)
             if (!tx(s).sacked) {
                 retransmit(s, now);
                 n++;
@@ -277,10 +334,11 @@ uint64_t Channel::on_timer(uint64_t now) {
 std::string Channel::describe() const {
     char b[256];
     snprintf(b, sizeof(b),
-             "una %lu next %lu limit %lu inflight %zu blocked %d rto %lu us retries %u | "
+             "una %lu next %lu limit %lu cwnd %u inflight %zu blocked %d rto %lu us retries %u | "
              "rx deliv %lu rcv %lu high %lu backlog %d | epoch %x peer %x",
-             una_, next_seq_, peer_limit_, inflight_bytes_, blocked_, rto_ns_ / 1000, retries_,
-             deliv_next_, rcv_next_, rx_high_, backlogged_, epoch_, peer_epoch_);
+             una_, next_seq_, peer_limit_, cwnd_.packets(), inflight_bytes_, blocked_,
+             rto_ns_ / 1000, retries_, deliv_next_, rcv_next_, rx_high_, backlogged_, epoch_,
+             peer_epoch_);
     return b;
 }
 
@@ -365,13 +423,12 @@ void Channel::on_data(const RelHdr &h, const uint8_t *body, size_t len, PacketSi
     ep_.need_ack(this);
     if (d < 0 || uint64_t(d) >= rx_window_ ||
         (uint64_t(d) < rx_.size() && rx(deliv_next_ + uint64_t(d)).present)) {
-        ack_urgent_ = true;  // a duplicate: our acknowledgement was probably lost
+        ack_urgent_ = dup_seen_ = true;  // a duplicate: our acknowledgement was probably lost
         ep_.count_duplicate();
         return;
     }
     if (ep_.closing()) return;  // not acknowledged: the sender learns it was not taken
     uint64_t s = deliv_next_ + uint64_t(d);
-    rx_unacked_++;
     heard_ = true;
     if (s == deliv_next_ && !backlogged_ && sink.deliver_from(body, len, *this)) {
         deliv_next_++;
@@ -380,9 +437,14 @@ void Channel::on_data(const RelHdr &h, const uint8_t *body, size_t len, PacketSi
         // inside their delivery must not acknowledge less than an earlier selective
         // acknowledgement said had arrived.
         skip_held();
+        // Counted after the delivery: a reply the protocol sent from inside it carried
+        // the acknowledgement of what came before this packet only, and must not settle
+        // what is owed for this one.
+        rx_unacked_++;
         if (rx(deliv_next_).present) drain(sink);
         return;
     }
+    rx_unacked_++;
     if (uint64_t(d) >= rx_.size()) rx_.grow(deliv_next_, uint64_t(d) + 1);  // room to hold it
     store(rx(s), body, len);
     rx_high_ = std::max(rx_high_, s + 1);

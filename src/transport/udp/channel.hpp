@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "transport/transport.hpp"
+#include "transport/udp/congestion.hpp"
 #include "transport/udp/rel_wire.hpp"
 #include "transport/udp/seq_ring.hpp"
 #include "transport/udp/socket.hpp"
@@ -46,6 +47,7 @@ class Channel final : public Link {
 
     State state() const { return state_; }
     bool heard_from_peer() const { return heard_; }
+    uint64_t last_heard_ns() const { return last_heard_ns_; }
     const sockaddr_in &peer() const { return peer_; }
 
     // Called by the endpoint for each datagram from this peer. `body` follows the header.
@@ -57,6 +59,9 @@ class Channel final : public Link {
     unsigned rx_unacked() const { return rx_unacked_; }
     bool ack_urgent() const { return ack_urgent_; }
     void send_ack(RelType type = RelType::kAck);
+    // Our receive queue ran deep while the peer was sending: its next acknowledgement,
+    // sent at once, tells it to slow down.
+    void mark_congested();
     // Retransmission timer; returns the next deadline (0: nothing outstanding).
     uint64_t on_timer(uint64_t now);
     bool busy() const { return una_ != next_seq_ || blocked_; }
@@ -97,6 +102,15 @@ class Channel final : public Link {
     void retransmit(uint64_t seq, uint64_t now);
     void fast_retransmit(uint64_t upto, uint64_t now);
     void release_acked(uint64_t upto, uint64_t now);
+    void take_rtt_sample(uint64_t sample);
+    uint64_t rto_from_estimate() const;
+    void note_delivered(const TxSlot &t, uint64_t now);
+    // The peer marked an acknowledgement lately (its receive queue ran deep): loss and
+    // timeouts are then read as congestion, not as noise on the wire.
+    bool congested(uint64_t now) const {
+        constexpr uint64_t kCongestedNs = 100000000;  // 100 ms: many round trips
+        return marked_ns_ && now - marked_ns_ < kCongestedNs;
+    }
     TxSlot &tx(uint64_t seq) { return tx_[seq]; }
     RxSlot &rx(uint64_t seq) { return rx_[seq]; }
 
@@ -110,16 +124,21 @@ class Channel final : public Link {
     size_t inflight_bytes_ = 0;
     bool blocked_ = false;  // a send was refused for want of window
     SeqRing<TxSlot> tx_;
+    CongestionWindow cwnd_;
+    uint64_t rack_sent_ns_ = 0;  // the latest send time among packets known to have arrived
     uint64_t rto_ns_, srtt_ns_ = 0, rttvar_ns_ = 0, min_rtt_ns_ = 0, deadline_ = 0;
     unsigned retries_ = 0;
-    uint64_t last_heard_ns_;  // the peer's latest datagram (or our first attempt)
+    bool timeout_cut_ = false;  // the window was cut since the last acknowledgement
+    uint64_t marked_ns_ = 0;    // the peer's latest congestion mark
+    bool needless_ = false;     // the peer saw duplicates since the last fresh RTT sample
+    uint64_t last_heard_ns_;    // the peer's latest datagram (or our first attempt)
     // Receive stream.
     bool have_peer_epoch_ = false;
     uint32_t peer_epoch_ = 0;
     uint64_t deliv_next_ = 0, rcv_next_ = 0, rx_high_ = 0;
     SeqRing<RxSlot> rx_;
     uint32_t rx_window_;  // packets past the next to deliver the peer may send
-    bool backlogged_ = false, ack_urgent_ = false;
+    bool backlogged_ = false, ack_urgent_ = false, mark_ = false, dup_seen_ = false;
     unsigned rx_unacked_ = 0;
     RelHdr ack_buf_{};  // a queued ACK / PROBE lives here until the socket flushes
 };

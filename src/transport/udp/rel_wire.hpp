@@ -24,7 +24,9 @@ enum class RelType : uint8_t {
 };
 
 enum RelFlags : uint16_t {
-    kRelAckValid = 1 << 0,  // ack_epoch / ack / window / sack are meaningful
+    kRelAckValid = 1 << 0,   // ack_epoch / ack / window / sack are meaningful
+    kRelCongested = 1 << 1,  // the sender's receive queue ran deep lately: slow down
+    kRelDuplicate = 1 << 2,  // the sender received a duplicate since its last ack
 };
 
 struct RelHdr {

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <linux/errqueue.h>
+#include <linux/sock_diag.h>
 #include <netinet/ip.h>
 #include <netinet/udp.h>
 #include <unistd.h>
@@ -273,6 +274,7 @@ size_t UdpSocket::receive(RecvBatch &b, std::vector<sockaddr_in> &refused) {
         int r = recvmmsg(fd_, b.msgs_.data(), want, MSG_DONTWAIT, nullptr);
         if (r >= 0) {
             b.batch_next_ = r > 0;
+            if (want > 1 && 2 * unsigned(r) >= want) check_pressure();
             b.split(size_t(r));
             return b.count();
         }
@@ -285,6 +287,17 @@ size_t UdpSocket::receive(RecvBatch &b, std::vector<sockaddr_in> &refused) {
         b.batch_next_ = false;
         return 0;  // EAGAIN: nothing waiting
     }
+}
+
+void UdpSocket::check_pressure() {
+    uint32_t mem[SK_MEMINFO_VARS] = {};
+    socklen_t len = sizeof(mem);
+    if (getsockopt(fd_, SOL_SOCKET, SO_MEMINFO, mem, &len) != 0 || len <= SK_MEMINFO_DROPS * 4)
+        return;
+    if (mem[SK_MEMINFO_DROPS] != drops_ ||
+        2 * uint64_t(mem[SK_MEMINFO_RMEM_ALLOC]) > mem[SK_MEMINFO_RCVBUF])
+        pressure_ = true;
+    drops_ = mem[SK_MEMINFO_DROPS];
 }
 
 // The error queue names the destination of each datagram that was refused.

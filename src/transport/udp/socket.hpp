@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "transport/udp/fault.hpp"
@@ -92,6 +93,9 @@ class UdpSocket {
     // Receive up to batch.count() datagrams; returns how many (0 when none waits).
     // Destinations that refused (ICMP port unreachable) are appended to `refused`.
     size_t receive(RecvBatch &batch, std::vector<sockaddr_in> &refused);
+    // Whether the receive queue ran past half the buffer, or overflowed, since the last
+    // call (looked at after a receive that filled its batch: only a backlog runs deep).
+    bool take_pressure() { return std::exchange(pressure_, false); }
 
     uint64_t sent = 0, send_errors = 0, segmented_sends = 0;
 
@@ -101,12 +105,15 @@ class UdpSocket {
     size_t run_length(size_t from, size_t n) const;
     void apply_faults();
     void drain_errors(std::vector<sockaddr_in> &refused);
+    void check_pressure();
 
     static constexpr size_t kBatch = 64;
     static constexpr size_t kMaxSegments = 64;      // the kernel's UDP_MAX_SEGMENTS
     static constexpr size_t kMaxSegmented = 65000;  // bytes in one segmented send
     int fd_ = -1;
     bool gso_ = false, gro_ = false;
+    bool pressure_ = false;
+    uint32_t drops_ = 0;  // the kernel's count of receive drops (SK_MEMINFO_DROPS)
     size_t queued_ = 0;
     iovec iov_[kBatch][2];  // queued datagrams; contiguous so that a run is one iovec array
     sockaddr_in to_[kBatch];

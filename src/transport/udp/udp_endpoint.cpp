@@ -130,6 +130,7 @@ size_t UdpEndpoint::poll(PacketSink &sink, size_t) {
     size_t n = sock_.receive(b, refused_);
     for (size_t i = 0; i < n; i++)
         dispatch(b.data(i), b.len(i), b.from(i), sink);
+    if (n && sock_.take_pressure()) signal_congestion();
     for (const sockaddr_in &a : refused_)  // nobody listens there (any more)
         if (Channel *c = lookup(a, false)) c->fail(Channel::State::kRefused);
     refused_.clear();
@@ -205,6 +206,17 @@ void UdpEndpoint::linger() {
         struct timespec ts = {0, 200000};
         nanosleep(&ts, nullptr);
     }
+}
+
+// Our receive queue runs deep: we are the bottleneck, as a switch port is when its queue
+// grows. The peers that just sent to us hear of it with their next acknowledgement, sent
+// at once, and slow down (an ECN mark, in effect). Losses on the wire draw no mark: they
+// are repaired without slowing down.
+void UdpEndpoint::signal_congestion() {
+    stats_.marks++;
+    const uint64_t now = now_ns(), recent = 10000000;  // heard from in the last 10 ms
+    for (auto &c : all_)
+        if (c->alive() && now - c->last_heard_ns() < recent) c->mark_congested();
 }
 
 void UdpEndpoint::run_timers(uint64_t now) {

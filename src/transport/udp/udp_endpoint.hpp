@@ -33,6 +33,8 @@ struct UdpConfig {
 
 struct UdpStats {
     uint64_t malformed = 0, duplicates = 0, retransmits = 0, foreign = 0;
+    uint64_t congestion = 0;  // congestion window cuts (on the receivers' marks)
+    uint64_t marks = 0;       // our receive queue ran deep: the senders were told
 };
 
 class UdpEndpoint final : public RxQueue {
@@ -79,6 +81,7 @@ class UdpEndpoint final : public RxQueue {
     void channel_failed(Channel *c);
     void count_duplicate() { stats_.duplicates++; }
     void count_retransmit() { stats_.retransmits++; }
+    void count_congestion() { stats_.congestion++; }
 
   private:
     explicit UdpEndpoint(const UdpConfig &cfg);
@@ -87,6 +90,7 @@ class UdpEndpoint final : public RxQueue {
     void reject(const RelHdr &h, const sockaddr_in &from);
     void run_timers(uint64_t now);
     void flush_acks(bool idle);
+    void signal_congestion();
 
     UdpConfig cfg_;
     UdpSocket sock_;
