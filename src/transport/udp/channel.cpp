@@ -203,13 +203,15 @@ void Channel::release_acked(uint64_t upto, uint64_t now) {
     bool clean = upto - una_ <= 32;
     for (uint64_t s = una_; clean && s < upto; s++)
         clean = tx(s).tries == 1 && !tx(s).sacked;
-    if (clean) take_rtt_sample(now - tx(upto - 1).sent_ns);
-    // Congested, a timeout's backing off holds until a fresh sample: fully when the peer
-    // said it received duplicates (our resends were needless: it is slow, not lossy), else
-    // up to four times the estimate (a tail loss, which only the timer repairs, must not
-    // wait for a long backed-off timer). Not congested, any progress undoes it, so that
-    // the peer's timer toward us stays near ours (a closing endpoint lingers by ours).
-    if (!congested(now))
+    // A fresh sample sets the timer from the estimate. Without one: congested, a timeout's
+    // backing off holds, fully when the peer said it received duplicates (our resends were
+    // needless: it is slow, not lossy), else up to four times the estimate (a tail loss,
+    // which only the timer repairs, must not wait for a long backed-off timer); not
+    // congested, any progress undoes it, so that the peer's timer toward us stays near
+    // ours (a closing endpoint lingers by ours).
+    if (clean)
+        take_rtt_sample(now - tx(upto - 1).sent_ns);
+    else if (!congested(now))
         rto_ns_ = rto_from_estimate();
     else if (!needless_)
         rto_ns_ = std::min(rto_ns_, 4 * rto_from_estimate());
