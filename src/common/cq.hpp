@@ -16,7 +16,9 @@
 
 namespace softnic {
 
-// Format-independent completion; written once, formatted at read time.
+// Format-independent completion; written once, formatted at read time. Its first six
+// fields are fi_cq_tagged_entry's, in its order (asserted in cq.cpp): every format is a
+// prefix of it, so an entry is one copy of the first entry_size_ bytes.
 struct Completion {
     void *op_context = nullptr;
     uint64_t flags = 0;
@@ -124,6 +126,9 @@ class Cq {
     // count_ plus the errors, kept under the lock and read without it: an empty poll
     // and a reader's own completions (push_direct) need no lock.
     std::atomic<size_t> pending_{0};
+    // Reads in a row that found completions queued and so skipped progress (read()).
+    static constexpr unsigned kSkips = 8;
+    std::atomic<unsigned> skipped_{0};
     ErrorCompletion last_error_;  // err_data handed out by readerr stays valid until the next
     ProgressList progress_;
     RefCount refs_;

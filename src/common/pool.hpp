@@ -4,6 +4,7 @@
 #pragma once
 
 #include <deque>
+#include <vector>
 
 namespace softnic {
 
@@ -26,7 +27,7 @@ class Pool {
 
   private:
     std::deque<T> store_;
-    std::deque<T *> free_;
+    std::vector<T *> free_;  // grows with the store only: no allocation once warm
 };
 
 }  // namespace softnic

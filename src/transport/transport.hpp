@@ -87,6 +87,11 @@ class Link {
     // One line of the link's state, for logs.
     virtual std::string describe() const { return {}; }
 
+    // The largest packet whose send is complete once queued (max_packet() where
+    // completes_on_ack() is false, else 0): what a protocol's one-packet fast path
+    // checks, read without a virtual call.
+    size_t queued_complete_max() const { return queued_complete_max_; }
+
     // Who the peer is, in the terms of the protocol above, which records it here when it
     // opens the link or first hears from it (0: not yet). Shared links get one value.
     uint64_t peer_key() const { return peer_key_.load(std::memory_order_relaxed); }
@@ -94,8 +99,12 @@ class Link {
         if (peer_key() != key) peer_key_.store(key, std::memory_order_relaxed);
     }
 
+  protected:
+    void set_queued_complete_max(size_t n) { queued_complete_max_ = n; }
+
   private:
     std::atomic<uint64_t> peer_key_{0};
+    size_t queued_complete_max_ = 0;
 };
 
 // Where received packets go. Returning false leaves the packet queued and stops the

@@ -3,6 +3,7 @@
 // every byte checked, posting order kept, messages that arrive before their receive kept,
 // truncation reported, injected sends completing without an entry.
 #include <algorithm>
+#include <chrono>
 
 #include "fixture.hpp"
 
@@ -179,6 +180,49 @@ TEST_P(SharedMsgTest, InjectCompletesWithoutAnEntry) {
     for (int i = 0; i < 1000; i++)
         if (fi_cq_read(a_.cq.get(), &e, 1) == 1) a_.stash.push_back(e);
     EXPECT_TRUE(a_.stash.empty()) << "fi_inject produced a completion entry";
+}
+
+// A CQ read hands out what is queued before progress runs again, but a CQ that never
+// empties must still drive its endpoint. Here an endpoint sends to itself and reads one
+// entry per send: over shared memory each send's completion is queued at once, so the CQ
+// always holds one, and the receives must still complete during the loop, not after it.
+TEST_P(SharedMsgTest, ACqThatNeverEmptiesStillDrivesItsEndpoint) {
+    fi_addr_t self = FI_ADDR_NOTAVAIL;
+    ASSERT_EQ(1, fi_av_insert(a_.av.get(), a_.name.data(), 1, &self, 0, nullptr));
+    constexpr int kCount = 64;
+    Buffer src = buffer(a_, 8), dst = buffer(a_, 8 * kCount);
+    fill(src.bytes, 8, 5);
+    std::vector<fi_context2> rctx(kCount), sctx(kCount);
+    for (int i = 0; i < kCount; i++)
+        ASSERT_OK(fi_recv(a_.ep.get(), dst.bytes.data() + 8 * i, 8, dst.desc(), FI_ADDR_UNSPEC,
+                          &rctx[i]));
+    int recvs = 0, sends = 0;
+    auto read_one = [&] {
+        fi_cq_msg_entry e;
+        ssize_t rc = fi_cq_read(a_.cq.get(), &e, 1);
+        if (rc == 1) (e.flags & FI_RECV ? recvs : sends)++;
+        return rc;
+    };
+    for (int i = 0; i < kCount; i++) {
+        ssize_t rc;
+        while ((rc = fi_send(a_.ep.get(), src.bytes.data(), 8, src.desc(), self, &sctx[i])) ==
+               -FI_EAGAIN)
+            read_one();
+        ASSERT_OK(rc);
+        read_one();
+    }
+    const int during = recvs;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while ((recvs < kCount || sends < kCount) && std::chrono::steady_clock::now() < until) {
+        ssize_t rc = read_one();
+        ASSERT_TRUE(rc == 1 || rc == -FI_EAGAIN) << softnic_test::rc_str(rc);
+    }
+    EXPECT_EQ(kCount, recvs);
+    EXPECT_EQ(kCount, sends);
+    EXPECT_GE(during, kCount / 4) << "receives waited behind completions that were queued";
+    for (int i = 0; i < kCount; i++)
+        EXPECT_TRUE(std::equal(src.bytes.begin(), src.bytes.begin() + 8, dst.bytes.begin() + 8 * i))
+            << "message " << i;
 }
 
 SHARED_INSTANTIATE(SharedMsgTest);

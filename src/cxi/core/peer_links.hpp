@@ -84,7 +84,7 @@ class PeerLinks {
         return kKnownPeer | addr_key(nic, pid, vni);
     }
     uint16_t peer_vni(uint16_t addr_vni) const { return extra_.empty() ? vni_ : addr_vni; }
-    uint64_t source_key(const WireHdr &h) const {
+    uint64_t source_key(const WirePrefix &h) const {
         return addr_key(h.src_nic, h.src_pid, extra_.empty() ? 0 : h.vni);
     }
     uint16_t key_vni(uint64_t key) const { return extra_.empty() ? vni_ : uint16_t(key >> 32); }

@@ -202,8 +202,25 @@ bool unpack(const uint8_t *pkt, size_t len, WireHdr &h, size_t &hdr_len) {
 
 }  // namespace
 
+// A one-packet eager message for a posted receive, on our own VNI: the common case, taken
+// before the general path builds a full header. False leaves the packet to that path,
+// which checks it again and says what is wrong with it.
+bool PidEngine::deliver_small(const uint8_t *pkt, size_t len) {
+    SmallHdr s;
+    std::memcpy(&s, pkt, kSmallHdrNoData);
+    const size_t hdr_len = small_hdr_len(s.flags);
+    if (s.version != kWireVersion || (s.flags & ~(kWTagged | kWCqData)) || len < hdr_len ||
+        s.payload != len - hdr_len || s.vni != links_.vni())
+        return false;
+    if (s.flags & kWCqData) std::memcpy(&s.cq_data, pkt + kSmallHdrNoData, 8);
+    return rx_.on_small(s, pkt + hdr_len);
+}
+
 // Every packet from a ring or a socket: checked, then handed to the engine it is for.
 bool PidEngine::deliver(const uint8_t *pkt, size_t len) {
+    if (len >= kSmallHdrNoData && pkt[0] == static_cast<uint8_t>(Pkt::kSmall) &&
+        deliver_small(pkt, len))
+        return true;
     WireHdr h;
     size_t hdr_len = 0;
     if (!unpack(pkt, len, h, hdr_len)) {

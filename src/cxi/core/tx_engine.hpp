@@ -82,6 +82,7 @@ class TxEngine {
     Domain &domain_;
     std::vector<TxOp> pool_;  // the application's tx_size slots, then kReplySlots
     size_t app_slots_;
+    size_t eager_max_;  // env().eager_max(), fixed once the provider is loaded
     TxOp *free_ = nullptr;
     TxOp *reply_free_ = nullptr;
     size_t outstanding_ = 0;

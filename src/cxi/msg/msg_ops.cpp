@@ -19,9 +19,11 @@ EpView *view(fid_ep *ep) {
     return owner_of<EpView>(ep);
 }
 
-ssize_t do_send(fid_ep *ep, const void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t tag,
-                uint64_t data, void *context, uint64_t flags, bool tagged,
-                bool inject_call = false) {
+// Inlined into each entry point, so that its constant arguments fold away.
+[[gnu::always_inline]] inline ssize_t do_send(fid_ep *ep, const void *buf, size_t len, void *desc,
+                                              fi_addr_t dest, uint64_t tag, uint64_t data,
+                                              void *context, uint64_t flags, bool tagged,
+                                              bool inject_call = false) {
     EpView *v = view(ep);
     if (!(v->side & kTx)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "not a transmit context\n");
     if (len && !buf) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL buffer\n");
@@ -52,8 +54,9 @@ ssize_t do_send(fid_ep *ep, const void *buf, size_t len, void *desc, fi_addr_t d
                      desc);
 }
 
-ssize_t do_recv(fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src, uint64_t tag,
-                uint64_t ignore, void *context, uint64_t flags, bool tagged) {
+[[gnu::always_inline]] inline ssize_t do_recv(fid_ep *ep, void *buf, size_t len, void *desc,
+                                              fi_addr_t src, uint64_t tag, uint64_t ignore,
+                                              void *context, uint64_t flags, bool tagged) {
     EpView *v = view(ep);
     if (!(v->side & kRx)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "not a receive context\n");
     if (len && !buf) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL buffer\n");

@@ -50,11 +50,10 @@ bool RxEngine::recv_matches(const RecvOp &r, bool tagged, uint64_t tag, fi_addr_
     return true;
 }
 
-RecvOp *RxEngine::match_posted(const WireHdr &h, fi_addr_t src) {
-    bool tagged = h.flags & kWTagged;
+RecvOp *RxEngine::match_posted(bool tagged, uint64_t tag, fi_addr_t src) {
     List<RecvOp> &list = posted_[tagged];
     for (RecvOp *op = list.head; op; op = op->next)
-        if (recv_matches(*op, tagged, h.tag, src)) return op;
+        if (recv_matches(*op, tagged, tag, src)) return op;
     return nullptr;
 }
 
@@ -87,6 +86,16 @@ void RxEngine::place(RxMsg *m, size_t offset, const uint8_t *data, size_t n) {
     std::memcpy(m->dst + offset, data, std::min(n, m->dst_cap - offset));
 }
 
+// The 8-byte path: no full header is built, no message record taken.
+bool RxEngine::on_small(const SmallHdr &s, const uint8_t *payload) {
+    if (s.tag & ~kTagMask) return false;  // on_msg drops it, and says why
+    bool known = false;
+    fi_addr_t src = source_of(engine_.links().source_key(s), known);
+    RecvOp *op = match_posted(s.flags & kWTagged, s.tag, src);
+    return op &&
+           receive_whole(op, s, s.tag, s.flags & kWCqData ? s.cq_data : 0, payload, src, known);
+}
+
 bool RxEngine::on_msg(const WireHdr &h, const uint8_t *payload) {
     if (!header_sane(h)) {
         SN_WARN(FI_LOG_EP_DATA, "dropping message with inconsistent lengths\n");
@@ -96,10 +105,10 @@ bool RxEngine::on_msg(const WireHdr &h, const uint8_t *payload) {
     const uint64_t key = engine_.links().source_key(h);
     bool known = false;
     fi_addr_t src = source_of(key, known);
-    RecvOp *op = match_posted(h, src);
+    RecvOp *op = match_posted(h.flags & kWTagged, h.tag, src);
     if (!op && rnr_refuse(h)) return true;
     if (op && h.payload == h.msg_len && !(h.flags & (kWRdzv | kWAckReq))) {
-        if (receive_whole(op, h, payload, src, known)) return true;
+        if (receive_whole(op, h, h.tag, h.cq_data, payload, src, known)) return true;
         // One packet for a posted receive, with a twist (multi-receive, truncation...).
         RxMsg local{key,       h.src_nic, h.src_pid,   src,     known,     h.tag,
                     h.cq_data, h.cookie,  h.rdzv_addr, h.flags, h.msg_len, h.eager_len};
@@ -195,16 +204,16 @@ void RxEngine::complete_rx(RxMsg *m, int err, bool pooled) {
 
 // The common case: a one-packet message that fits a posted receive of its own, from a
 // known source. Copied and completed without a message record.
-bool RxEngine::receive_whole(RecvOp *op, const WireHdr &h, const uint8_t *payload, fi_addr_t src,
-                             bool known) {
-    if ((op->flags & (FI_MULTI_RECV | FI_DISCARD)) || h.msg_len > op->len || op->stage ||
+bool RxEngine::receive_whole(RecvOp *op, const WirePrefix &p, uint64_t tag, uint64_t cq_data,
+                             const uint8_t *payload, fi_addr_t src, bool known) {
+    if ((op->flags & (FI_MULTI_RECV | FI_DISCARD)) || p.payload > op->len || op->stage ||
         (!known && (engine_.caps() & FI_SOURCE_ERR)))
         return false;
     posted_[op->tagged].remove(op);
-    if (h.payload) std::memcpy(op->buf, payload, h.payload);
+    if (p.payload) std::memcpy(op->buf, payload, p.payload);
     uint64_t flags = (op->tagged ? FI_TAGGED : FI_MSG) | FI_RECV;
-    if (h.flags & kWCqData) flags |= FI_REMOTE_CQ_DATA;
-    report_recv(op, flags, h.msg_len, nullptr, h.cq_data, op->tagged ? h.tag : 0, src);
+    if (p.flags & kWCqData) flags |= FI_REMOTE_CQ_DATA;
+    report_recv(op, flags, p.payload, nullptr, cq_data, op->tagged ? tag : 0, src);
     recvs_.give(op);
     return true;
 }

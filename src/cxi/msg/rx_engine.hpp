@@ -46,6 +46,9 @@ class RxEngine {
 
     // Arrivals (rx_engine.cpp). on_msg returns false when the message must wait in the ring.
     bool on_msg(const WireHdr &h, const uint8_t *payload);
+    // A kSmall message (checked by the caller) that fits a posted receive of its own:
+    // delivered and completed; false leaves it to on_msg (unexpected, multi-receive...).
+    bool on_small(const SmallHdr &s, const uint8_t *payload);
     void on_data(const WireHdr &h, const uint8_t *payload);
     // The sender's fi_addr, through a small cache that the AV's generation invalidates.
     fi_addr_t source_of(uint64_t key, bool &known);
@@ -55,14 +58,15 @@ class RxEngine {
     void fail_inbound(uint32_t nic, uint32_t pid, int err);
 
   private:
-    RecvOp *match_posted(const WireHdr &h, fi_addr_t src);
+    RecvOp *match_posted(bool tagged, uint64_t tag, fi_addr_t src);
     bool recv_matches(const RecvOp &r, bool tagged, uint64_t tag, fi_addr_t src) const;
     void bind_receive(RxMsg *m, RecvOp *op, bool listed);
     void place(RxMsg *m, size_t offset, const uint8_t *data, size_t n);
     void finish_eager(RxMsg *m);
     void complete_rx(RxMsg *m, int err, bool pooled = true);
-    bool receive_whole(RecvOp *op, const WireHdr &h, const uint8_t *payload, fi_addr_t src,
-                       bool known);
+    // `p`: the packet's prefix (flags, and payload: the whole message).
+    bool receive_whole(RecvOp *op, const WirePrefix &p, uint64_t tag, uint64_t cq_data,
+                       const uint8_t *payload, fi_addr_t src, bool known);
     void report_recv(const RecvOp *op, uint64_t flags, size_t len, uint8_t *buf, uint64_t data,
                      uint64_t tag, fi_addr_t src);
     void complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *buf, int err, size_t olen,

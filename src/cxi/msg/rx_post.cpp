@@ -12,9 +12,9 @@
 namespace softnic::cxi {
 namespace {
 
-// FI_DISCARD: the message is received into nothing and completes with its own length.
-RecvOp make_recv(const RecvArgs &a) {
-    RecvOp r{};
+// Fills a fresh (value-initialised) record in place. FI_DISCARD: the message is received
+// into nothing and completes with its own length.
+void fill_recv(RecvOp &r, const RecvArgs &a) {
     r.context = a.context;
     r.flags = a.flags;
     const bool discard = a.flags & FI_DISCARD;
@@ -25,7 +25,6 @@ RecvOp make_recv(const RecvArgs &a) {
     r.ignore = a.ignore;
     r.tagged = a.tagged;
     r.stage = a.stage;
-    return r;
 }
 
 }  // namespace
@@ -38,12 +37,12 @@ ssize_t RxEngine::recv(const RecvArgs &a, Cntr *trig_cntr, bool triggered) {
         if (!m)
             SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_CLAIM: nothing claimed by this context\n");
         RecvOp *op = recvs_.take();
-        *op = make_recv(a);
+        fill_recv(*op, a);
         take_unexpected(m, op);
         return 0;
     }
     RecvOp *op = recvs_.take();
-    *op = make_recv(a);
+    fill_recv(*op, a);
     op->triggered = triggered;
     op->trig_cntr = trig_cntr;
     if (a.flags & FI_MORE) {  // held until an operation without FI_MORE arrives
@@ -99,7 +98,7 @@ ssize_t RxEngine::peek(const RecvArgs &a) {
     }
     if (a.flags & FI_DISCARD) {  // its completion stands for the peek's
         RecvOp *op = recvs_.take();
-        *op = make_recv(a);
+        fill_recv(*op, a);
         take_unexpected(m, op);
         return 0;
     }

@@ -84,6 +84,7 @@ std::unique_ptr<ShmLink> ShmLink::open(const std::string &name, int &err) {
     }
     l->ring_ = h;
     l->geo_ = g;
+    l->set_queued_complete_max(l->max_packet());
     l->owner_ = h->owner_pid;
     l->cma_ok_ = g_single_copy;
     return l;
