@@ -105,13 +105,13 @@ class Cq {
     const char *strerror(int prov_errno, const void *err_data, char *buf, size_t len);
 
   private:
-    bool push_direct(const Completion &c);
+    [[gnu::always_inline]] inline bool push_direct(const Completion &c);
     // Under the lock: a plain store, since only lock holders write it.
     void add_pending(ptrdiff_t d) {
         pending_.store(pending_.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
     }
     void push_locked(const Completion &c);
-    void write_entry(uint8_t *dst, const Completion &c) const;
+    [[gnu::always_inline]] inline void write_entry(uint8_t *dst, const Completion &c) const;
 
     Handle<fid_cq, Cq> handle_;
     uint32_t api_version_;

@@ -132,8 +132,9 @@ bool PidEngine::offload_progress(bool readable) {
 }
 
 void PidEngine::progress_locked() {
-    links_.poll(*this, progress_calls_++);
-    tx_.progress();
+    const unsigned tick = progress_calls_++;
+    links_.poll(*this, tick);
+    tx_.progress(tick);
     if (one_sided_.owes()) one_sided_.serve_owed();
     if (coll_.active()) coll_.progress();
     bool work = tx_.busy() || one_sided_.owes() || links_.ports_busy() || coll_.active();

@@ -48,13 +48,11 @@ class TxEngine {
     // Retries of refused sends (rnr.cpp).
     void rnr_backoff(TxOp *op);
 
-    // Backlog, retries, the FIFO, acknowledgements. Inline: with nothing in flight (an
-    // application waiting for a message) it costs a few loads.
-    void progress() {
-        bool reap_due = (++progress_calls_ & 4095) == 0;
-        if (reap_due || !ctrl_backlog_.empty() || !rnr_waiting_.empty() || !pending_.empty() ||
-            !awaiting_ack_.empty())
-            progress_queues(reap_due);
+    // Backlog, retries, the FIFO, acknowledgements; `tick` counts progress calls. Inline:
+    // with nothing in flight (an application waiting for a message) it costs a few loads.
+    // Every queued operation holds a pool slot, so outstanding_ covers all the queues.
+    void progress(unsigned tick) {
+        if (busy()) progress_queues((tick & 4095) == 0);
     }
     size_t outstanding() const { return outstanding_; }
     bool busy() const { return outstanding_ || !ctrl_backlog_.empty(); }
@@ -92,8 +90,7 @@ class TxEngine {
     transport::msg::AckQueue<TxOp> awaiting_ack_;  // transmitted, waiting for the peer's ack
     std::vector<TxOp *> rnr_waiting_;  // refused by a receiver not ready: sent again when due
     unsigned eagain_streak_ = 0;       // full-ring refusals in a row: check the peer is alive
-    unsigned progress_calls_ = 0;
-    struct CtrlPkt {  // kDone/kGetReq/kAtomicResp/kColl to retry
+    struct CtrlPkt {                   // kDone/kGetReq/kAtomicResp/kColl to retry
         transport::Link *link;
         WireHdr h;
         uint8_t data[32];  // h.payload bytes: an atomic's previous value, a reduction

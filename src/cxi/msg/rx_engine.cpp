@@ -202,6 +202,18 @@ void RxEngine::complete_rx(RxMsg *m, int err, bool pooled) {
     if (pooled) free_msg(m);
 }
 
+// A receive's success: its counter, and its CQ entry unless it asked for none.
+void RxEngine::report_recv(const RecvOp *op, uint64_t flags, size_t len, uint8_t *buf,
+                           uint64_t data, uint64_t tag, fi_addr_t src) {
+    const CompletionBind &b = engine_.rx_bind();
+    Cntr *cntr = op->triggered ? op->trig_cntr : b.cntr;
+    if (cntr) cntr->inc(cntr->counts_bytes() ? len : 1);
+    bool wanted = !b.selective || (op->flags & FI_COMPLETION);
+    if (b.cq && (wanted || (flags & FI_MULTI_RECV)))
+        b.cq->push(Completion{op->context, wanted ? flags : FI_MULTI_RECV, wanted ? len : 0, buf,
+                              data, tag, src});
+}
+
 // The common case: a one-packet message that fits a posted receive of its own, from a
 // known source. Copied and completed without a message record.
 bool RxEngine::receive_whole(RecvOp *op, const WirePrefix &p, uint64_t tag, uint64_t cq_data,
@@ -216,18 +228,6 @@ bool RxEngine::receive_whole(RecvOp *op, const WirePrefix &p, uint64_t tag, uint
     report_recv(op, flags, p.payload, nullptr, cq_data, op->tagged ? tag : 0, src);
     recvs_.give(op);
     return true;
-}
-
-// A receive's success: its counter, and its CQ entry unless it asked for none.
-void RxEngine::report_recv(const RecvOp *op, uint64_t flags, size_t len, uint8_t *buf,
-                           uint64_t data, uint64_t tag, fi_addr_t src) {
-    const CompletionBind &b = engine_.rx_bind();
-    Cntr *cntr = op->triggered ? op->trig_cntr : b.cntr;
-    if (cntr) cntr->inc(cntr->counts_bytes() ? len : 1);
-    bool wanted = !b.selective || (op->flags & FI_COMPLETION);
-    if (b.cq && (wanted || (flags & FI_MULTI_RECV)))
-        b.cq->push(Completion{op->context, wanted ? flags : FI_MULTI_RECV, wanted ? len : 0, buf,
-                              data, tag, src});
 }
 
 void RxEngine::complete_recv(RecvOp *op, size_t len, const RxMsg *m, uint8_t *buf, int err,
