@@ -206,7 +206,7 @@ bool unpack(const uint8_t *pkt, size_t len, WireHdr &h, size_t &hdr_len) {
 // A one-packet eager message for a posted receive, on our own VNI: the common case, taken
 // before the general path builds a full header. False leaves the packet to that path,
 // which checks it again and says what is wrong with it.
-bool PidEngine::deliver_small(const uint8_t *pkt, size_t len) {
+bool PidEngine::deliver_small(const uint8_t *pkt, size_t len, RxEngine::Match &m) {
     SmallHdr s;
     std::memcpy(&s, pkt, kSmallHdrNoData);
     const size_t hdr_len = small_hdr_len(s.flags);
@@ -214,13 +214,14 @@ bool PidEngine::deliver_small(const uint8_t *pkt, size_t len) {
         s.payload != len - hdr_len || s.vni != links_.vni())
         return false;
     if (s.flags & kWCqData) std::memcpy(&s.cq_data, pkt + kSmallHdrNoData, 8);
-    return rx_.on_small(s, pkt + hdr_len);
+    return rx_.on_small(s, pkt + hdr_len, m);
 }
 
 // Every packet from a ring or a socket: checked, then handed to the engine it is for.
 bool PidEngine::deliver(const uint8_t *pkt, size_t len) {
+    RxEngine::Match m;  // what deliver_small looked up, for on_msg
     if (len >= kSmallHdrNoData && pkt[0] == static_cast<uint8_t>(Pkt::kSmall) &&
-        deliver_small(pkt, len))
+        deliver_small(pkt, len, m))
         return true;
     WireHdr h;
     size_t hdr_len = 0;
@@ -238,7 +239,7 @@ bool PidEngine::deliver(const uint8_t *pkt, size_t len) {
     switch (static_cast<Pkt>(h.type)) {
         case Pkt::kMsg:
         case Pkt::kSmall:  // unpack made it a kMsg
-            return rx_.on_msg(h, payload);
+            return rx_.on_msg(h, payload, m.looked_up ? &m : nullptr);
         case Pkt::kData:
             rx_.on_data(h, payload);
             return true;

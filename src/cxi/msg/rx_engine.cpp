@@ -87,25 +87,35 @@ void RxEngine::place(RxMsg *m, size_t offset, const uint8_t *data, size_t n) {
 }
 
 // The 8-byte path: no full header is built, no message record taken.
-bool RxEngine::on_small(const SmallHdr &s, const uint8_t *payload) {
+bool RxEngine::on_small(const SmallHdr &s, const uint8_t *payload, Match &m) {
     if (s.tag & ~kTagMask) return false;  // on_msg drops it, and says why
+    const uint64_t key = engine_.links().source_key(s);
     bool known = false;
-    fi_addr_t src = source_of(engine_.links().source_key(s), known);
+    const fi_addr_t src = source_of(key, known);
     RecvOp *op = match_posted(s.flags & kWTagged, s.tag, src);
-    return op &&
-           receive_whole(op, s, s.tag, s.flags & kWCqData ? s.cq_data : 0, payload, src, known);
+    if (op && receive_whole(op, s, s.tag, s.flags & kWCqData ? s.cq_data : 0, payload, src, known))
+        return true;
+    m = Match{true, key, src, known, op};
+    return false;
 }
 
-bool RxEngine::on_msg(const WireHdr &h, const uint8_t *payload) {
+bool RxEngine::on_msg(const WireHdr &h, const uint8_t *payload, const Match *looked_up) {
     if (!header_sane(h)) {
         SN_WARN(FI_LOG_EP_DATA, "dropping message with inconsistent lengths\n");
         domain_.count(SOFTNIC_CNTR_DROPPED_PKTS);
         return true;
     }
-    const uint64_t key = engine_.links().source_key(h);
-    bool known = false;
-    fi_addr_t src = source_of(key, known);
-    RecvOp *op = match_posted(h.flags & kWTagged, h.tag, src);
+    Match found{};
+    if (!looked_up) {
+        found.key = engine_.links().source_key(h);
+        found.src = source_of(found.key, found.known);
+        found.op = match_posted(h.flags & kWTagged, h.tag, found.src);
+    }
+    const Match &mt = looked_up ? *looked_up : found;
+    const uint64_t key = mt.key;
+    const fi_addr_t src = mt.src;
+    const bool known = mt.known;
+    RecvOp *op = mt.op;
     if (!op && rnr_refuse(h)) return true;
     if (op && h.payload == h.msg_len && !(h.flags & (kWRdzv | kWAckReq))) {
         if (receive_whole(op, h, h.tag, h.cq_data, payload, src, known)) return true;

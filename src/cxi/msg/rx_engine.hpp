@@ -44,11 +44,21 @@ class RxEngine {
     size_t unexpected(fi_cq_tagged_entry *e, size_t count, fi_addr_t *src, size_t *total);
     size_t &min_multi_recv() { return min_multi_recv_; }
 
+    // Where an arriving message goes: its sender and the first posted receive it matches,
+    // looked up once (on_small's lookup serves on_msg when it hands the message on).
+    struct Match {
+        bool looked_up = false;  // the rest is valid only when set
+        uint64_t key;
+        fi_addr_t src;
+        bool known;
+        RecvOp *op;
+    };
     // Arrivals (rx_engine.cpp). on_msg returns false when the message must wait in the ring.
-    bool on_msg(const WireHdr &h, const uint8_t *payload);
+    bool on_msg(const WireHdr &h, const uint8_t *payload, const Match *looked_up = nullptr);
     // A kSmall message (checked by the caller) that fits a posted receive of its own:
-    // delivered and completed; false leaves it to on_msg (unexpected, multi-receive...).
-    bool on_small(const SmallHdr &s, const uint8_t *payload);
+    // delivered and completed; false leaves it to on_msg (unexpected, multi-receive...),
+    // with `m` saying what was looked up.
+    bool on_small(const SmallHdr &s, const uint8_t *payload, Match &m);
     void on_data(const WireHdr &h, const uint8_t *payload);
     // The sender's fi_addr, through a small cache that the AV's generation invalidates.
     fi_addr_t source_of(uint64_t key, bool &known);
