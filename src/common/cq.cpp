@@ -5,10 +5,14 @@
 #include "common/fi_api.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstring>
 
 namespace softnic {
+
+constinit thread_local CqDirectRead *t_cq_reader = nullptr;
+
 namespace {
 
 size_t entry_size_of(fi_cq_format f) {
@@ -26,24 +30,14 @@ size_t entry_size_of(fi_cq_format f) {
     }
 }
 
-// The buffer of the fi_cq_read running on this thread, while its progress runs.
-struct DirectRead {
-    const Cq *cq;
-    uint8_t *out;
-    fi_addr_t *src;
-    size_t room, n;
-};
-// initial-exec: a plain thread-pointer load on the message path, not __tls_get_addr.
-__attribute__((tls_model("initial-exec"))) thread_local DirectRead *t_reader = nullptr;
-
 // Sets t_reader for the scope of a read's progress (progress may throw: guarded()).
 class ReaderScope {
   public:
-    explicit ReaderScope(DirectRead *d) : set_(!t_reader) {
-        if (set_) t_reader = d;
+    explicit ReaderScope(CqDirectRead *d) : set_(!t_cq_reader) {
+        if (set_) t_cq_reader = d;
     }
     ~ReaderScope() {
-        if (set_) t_reader = nullptr;
+        if (set_) t_cq_reader = nullptr;
     }
     ReaderScope(const ReaderScope &) = delete;
     ReaderScope &operator=(const ReaderScope &) = delete;
@@ -133,12 +127,14 @@ Cq::Cq(uint32_t api_version, const fi_cq_attr &attr, size_t default_size, void *
       // The ring starts small and doubles when full (completions are never dropped), so
       // a CQ's size is not memory touched up front: cxi's default is 131072 entries, 8 MiB
       // zeroed at every fi_cq_open otherwise.
-      ring_(std::min<size_t>(attr.size ? attr.size : default_size, kInitialRing)),
+      ring_(std::bit_ceil(std::min<size_t>(attr.size ? attr.size : default_size, kInitialRing))),
+      mask_(ring_.size() - 1),
       wait_obj_(attr.wait_obj),
       wait_(attr.wait_obj, attr.wait_set, [this] {
           progress_.run();
           return !empty();
       }) {
+    wakes_ = bool(wait_);
     handle_.owner = this;
     handle_.fid.fid.fclass = FI_CLASS_CQ;
     handle_.fid.fid.context = context;
@@ -146,41 +142,33 @@ Cq::Cq(uint32_t api_version, const fi_cq_attr &attr, size_t default_size, void *
     handle_.fid.ops = &cq_ops;
 }
 
-void Cq::push(const Completion &c) {
-    if (push_direct(c)) return;  // the reader is this thread: nobody to wake
+void Cq::push_queued(const Completion &c) {
     push_locked(c);
+    if (wakes_) [[unlikely]]
+        wake();
+}
+
+void Cq::wake() {
     if (notify_) notify_(notify_arg_);
     if (wait_) wait_->signal();
 }
 
-// A completion made by the progress of this thread's own fi_cq_read of this CQ, while
-// the CQ holds nothing older, goes straight into the reader's buffer. The order is the
-// ring's; what is saved is the lock that the push and the read would each take on the
-// message path. A push from another thread racing with this one is concurrent with it,
-// so either order is one the application could see.
-bool Cq::push_direct(const Completion &c) {
-    DirectRead *d = t_reader;
-    if (!d || d->cq != this || d->n == d->room || pending_.load(std::memory_order_relaxed))
-        return false;
-    write_entry(d->out + d->n * entry_size_, c);
-    if (d->src) d->src[d->n] = c.src;
-    d->n++;
-    return true;
-}
-
 void Cq::push_locked(const Completion &c) {
     SpinGuard g(lock_);
-    if (count_ == ring_.size()) {  // rare: grow rather than lose a completion
-        std::vector<Completion> bigger(ring_.size() * 2);
-        for (size_t i = 0; i < count_; i++)
-            bigger[i] = ring_[(head_ + i) % ring_.size()];
-        ring_.swap(bigger);
-        head_ = 0;
-    }
-    size_t tail = head_ + count_;  // wrapped by a compare: no division on the message path
-    ring_[tail < ring_.size() ? tail : tail - ring_.size()] = c;
+    if (count_ > mask_) [[unlikely]]  // rare: grow rather than lose a completion
+        grow();
+    ring_[(head_ + count_) & mask_] = c;  // a power of two: wrapped by a mask
     count_++;
     add_pending(1);
+}
+
+void Cq::grow() {
+    std::vector<Completion> bigger(ring_.size() * 2);
+    for (size_t i = 0; i < count_; i++)
+        bigger[i] = ring_[(head_ + i) & mask_];
+    ring_.swap(bigger);
+    mask_ = ring_.size() - 1;
+    head_ = 0;
 }
 
 void Cq::push_error(const ErrorCompletion &e) {
@@ -192,8 +180,7 @@ void Cq::push_error(const ErrorCompletion &e) {
 #endif
         add_pending(1);
     }
-    if (notify_) notify_(notify_arg_);
-    if (wait_) wait_->signal();
+    wake();
 }
 
 static_assert(offsetof(Completion, op_context) == offsetof(fi_cq_tagged_entry, op_context) &&
@@ -204,12 +191,6 @@ static_assert(offsetof(Completion, op_context) == offsetof(fi_cq_tagged_entry, o
               offsetof(Completion, tag) == offsetof(fi_cq_tagged_entry, tag) &&
               offsetof(Completion, src) == sizeof(fi_cq_tagged_entry));
 
-void Cq::write_entry(uint8_t *dst, const Completion &c) const {
-    if (entry_size_ == sizeof(fi_cq_tagged_entry))  // the common case (MPI's), a fixed-size copy
-        std::memcpy(dst, &c, sizeof(fi_cq_tagged_entry));
-    else
-        std::memcpy(dst, &c, entry_size_);  // the formats are prefixes of the tagged one
-}
 
 ssize_t Cq::read(void *buf, size_t count, fi_addr_t *src) {
     if (count && !buf) SN_REJECT(-FI_EINVAL, FI_LOG_CQ, "NULL buffer\n");
@@ -221,29 +202,40 @@ ssize_t Cq::read(void *buf, size_t count, fi_addr_t *src) {
     const unsigned skipped = skipped_.load(std::memory_order_relaxed);
     if (pending_.load(std::memory_order_relaxed) && skipped < kSkips) {
         skipped_.store(skipped + 1, std::memory_order_relaxed);
-    } else {
-        if (skipped) skipped_.store(0, std::memory_order_relaxed);
-        // What this progress completes while nothing older is queued lands in the
-        // reader's buffer (push_direct).
-        DirectRead d{this, out, src, count, 0};
-        {
-            ReaderScope scope(&d);
-            progress_.run();
-        }
-        if (d.n) return static_cast<ssize_t>(d.n);
-        if (!pending_.load(std::memory_order_relaxed)) return -FI_EAGAIN;
+        return take(out, count, src);
     }
+    return progress_and_read(out, count, src);
+}
+
+// Progress first: what it completes while nothing older is queued lands in the reader's
+// buffer (push_direct). Out of line, so that a read of queued entries saves no more
+// registers than it uses.
+[[gnu::noinline]] ssize_t Cq::progress_and_read(uint8_t *out, size_t count, fi_addr_t *src) {
+    if (skipped_.load(std::memory_order_relaxed)) skipped_.store(0, std::memory_order_relaxed);
+    CqDirectRead d{this, out, src, count, 0};
+    {
+        ReaderScope scope(&d);
+        progress_.run();
+    }
+    if (d.n) return static_cast<ssize_t>(d.n);
+    if (!pending_.load(std::memory_order_relaxed)) return -FI_EAGAIN;
+    return take(out, count, src);
+}
+
+// Queued entries, oldest first; -FI_EAVAIL while an error waits (pending_ counts the
+// errors beside count_).
+ssize_t Cq::take(uint8_t *out, size_t count, fi_addr_t *src) {
     SpinGuard g(lock_);
-    if (!errors_.empty()) return -FI_EAVAIL;
+    if (pending_.load(std::memory_order_relaxed) != count_) return -FI_EAVAIL;
     if (!count_) return -FI_EAGAIN;
-    size_t n = 0;
-    for (; n < count && count_; n++) {
+    const size_t n = std::min(count, count_);
+    for (size_t i = 0; i < n; i++) {
         const Completion &c = ring_[head_];
-        write_entry(out + n * entry_size_, c);
-        if (src) src[n] = c.src;
-        if (++head_ == ring_.size()) head_ = 0;
-        count_--;
+        write_entry(out + i * entry_size_, c);
+        if (src) src[i] = c.src;
+        head_ = (head_ + 1) & mask_;
     }
+    count_ -= n;
     add_pending(-ptrdiff_t(n));
     return static_cast<ssize_t>(n);
 }

@@ -5,6 +5,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_eq.h>
 
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <vector>
@@ -56,6 +57,19 @@ inline fi_cq_err_entry err_entry(void *context, uint64_t flags, size_t len, void
 
 using ProvStrError = const char *(*)(int prov_errno);
 
+class Cq;
+// The buffer of the fi_cq_read running on this thread, while its progress runs.
+struct CqDirectRead {
+    const Cq *cq;
+    uint8_t *out;
+    fi_addr_t *src;
+    size_t room, n;
+};
+// initial-exec: a plain thread-pointer load on the message path, not __tls_get_addr;
+// constinit: no initialisation wrapper around it.
+extern constinit thread_local CqDirectRead *t_cq_reader
+    __attribute__((tls_model("initial-exec")));
+
 class Cq {
   public:
     // Validates attr; returns 0 or a -FI_E* code (and logs why).
@@ -85,12 +99,17 @@ class Cq {
     void set_notify(void (*fn)(void *), void *arg) {
         notify_arg_ = arg;
         notify_ = fn;
+        wakes_ = notify_ || wait_;
     }
     bool empty() {
         SpinGuard g(lock_);
         return !count_ && errors_.empty();
     }
-    void push(const Completion &c);
+    // Inline: the direct case is the 8-byte path's (push_direct).
+    void push(const Completion &c) {
+        if (push_direct(c)) return;  // the reader is this thread: nobody to wake
+        push_queued(c);
+    }
     void push_error(const ErrorCompletion &e);
 
     ssize_t read(void *buf, size_t count, fi_addr_t *src);
@@ -105,13 +124,46 @@ class Cq {
     const char *strerror(int prov_errno, const void *err_data, char *buf, size_t len);
 
   private:
-    [[gnu::always_inline]] inline bool push_direct(const Completion &c);
+    // A completion made by the progress of this thread's own fi_cq_read of this CQ, while
+    // the CQ holds nothing older, goes straight into the reader's buffer. The order is
+    // the ring's; what is saved is the lock that the push and the read would each take
+    // on the message path. A push from another thread racing with this one is
+    // concurrent with it, so either order is one the application could see.
+    bool push_direct(const Completion &c) {
+        CqDirectRead *d = t_cq_reader;
+        if (!d || d->cq != this || d->n == d->room || pending_.load(std::memory_order_relaxed))
+            return false;
+        write_entry(d->out + d->n * entry_size_, c);
+        if (d->src) d->src[d->n] = c.src;
+        d->n++;
+        return true;
+    }
+    void push_queued(const Completion &c);
     // Under the lock: a plain store, since only lock holders write it.
     void add_pending(ptrdiff_t d) {
         pending_.store(pending_.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
     }
     void push_locked(const Completion &c);
-    [[gnu::always_inline]] inline void write_entry(uint8_t *dst, const Completion &c) const;
+    void grow();
+    void wake();  // after a push: the notify hook and a sleeping reader
+    ssize_t progress_and_read(uint8_t *out, size_t count, fi_addr_t *src);
+    ssize_t take(uint8_t *out, size_t count, fi_addr_t *src);
+    // The formats are prefixes of the tagged one; each size a constant, so no call.
+    void write_entry(uint8_t *dst, const Completion &c) const {
+        switch (entry_size_) {
+            case sizeof(fi_cq_tagged_entry):  // the common case (MPI's)
+                std::memcpy(dst, &c, sizeof(fi_cq_tagged_entry));
+                break;
+            case sizeof(fi_cq_data_entry):
+                std::memcpy(dst, &c, sizeof(fi_cq_data_entry));
+                break;
+            case sizeof(fi_cq_msg_entry):
+                std::memcpy(dst, &c, sizeof(fi_cq_msg_entry));
+                break;
+            default:
+                std::memcpy(dst, &c, sizeof(fi_cq_entry));
+        }
+    }
 
     Handle<fid_cq, Cq> handle_;
     uint32_t api_version_;
@@ -121,6 +173,7 @@ class Cq {
     SpinLock lock_;
     static constexpr size_t kInitialRing = 1024;
     std::vector<Completion> ring_;  // grows when full: completions are never dropped
+    size_t mask_;                   // ring_.size() - 1: the size is a power of two
     size_t head_ = 0, count_ = 0;
     std::deque<ErrorCompletion> errors_;
     // count_ plus the errors, kept under the lock and read without it: an empty poll
@@ -136,6 +189,7 @@ class Cq {
     std::function<void()> on_close_;
     void (*notify_)(void *) = nullptr;
     void *notify_arg_ = nullptr;
+    bool wakes_ = false;  // notify_ or wait_: a push has someone to tell
     fi_wait_obj wait_obj_;
     std::atomic<bool> signaled_{false};
     MemberWait wait_;  // last: a wait set may ask it about the members above

@@ -23,6 +23,13 @@ class Pool {
         }
         return &store_.back();
     }
+    // A record as its last user left it, for a caller that assigns all of it.
+    T *take_any() {
+        if (free_.empty()) return &store_.emplace_back();
+        T *t = free_.back();
+        free_.pop_back();
+        return t;
+    }
     void give(T *t) { free_.push_back(t); }
 
   private:

@@ -54,6 +54,11 @@ int PortSet::open(const Address &self, const PortOptions &o, PeerTable &peers) {
         Port::Signals sig = p->signals();
         opened.push_back(Entry{std::move(p), q, always, sig});
     }
+    for (Entry &e : opened)  // a vector's move keeps its elements where they are
+        if (e.always)
+            local_.push_back(e.queue);
+        else
+            quiet_.push_back(&e);
     ports_ = std::move(opened);
     return 0;
 }
@@ -61,6 +66,8 @@ int PortSet::open(const Address &self, const PortOptions &o, PeerTable &peers) {
 void PortSet::close() {
     for (Entry &e : ports_)
         e.port->linger();
+    local_.clear();
+    quiet_.clear();
     ports_.clear();
     failed_.clear();
     foreign_new_ = 0;
@@ -68,8 +75,8 @@ void PortSet::close() {
 }
 
 void PortSet::poll_local(PacketSink &sink) {
-    for (Entry &e : ports_)
-        if (e.always) e.queue->poll(sink, 64);
+    for (RxQueue *q : local_)
+        q->poll(sink, 64);
 }
 
 void PortSet::poll_quiet(Entry &e, PacketSink &sink) {

@@ -47,12 +47,17 @@ class PortSet {
     bool is_open() const { return !ports_.empty(); }
 
     // Host-local queues on every call; the others when they ask or when `periodic`.
-    void poll(PacketSink &sink, bool periodic) {
-        for (Entry &e : ports_)
-            if (e.always)
-                e.queue->poll(sink, 64);
-            else if (periodic || e.wants_poll())
-                poll_quiet(e, sink);
+    // True when there is news (has_news()): only the others bring any.
+    bool poll(PacketSink &sink, bool periodic) {
+        for (RxQueue *q : local_)
+            q->poll(sink, 64);
+        bool polled = false;
+        for (Entry *e : quiet_)
+            if (periodic || e->wants_poll()) {
+                poll_quiet(*e, sink);
+                polled = true;
+            }
+        return polled && has_news();
     }
     void poll_local(PacketSink &sink);  // the host-local queues only
     // Links whose peer died and packets refused from other realms, since the last call.
@@ -77,8 +82,8 @@ class PortSet {
     int wake_fd() const;
     bool watch() const;
     bool busy() const {  // on every progress call: host-local queues never are
-        for (const Entry &e : ports_)
-            if (!e.always && e.busy()) return true;
+        for (const Entry *e : quiet_)
+            if (e->busy()) return true;
         return false;
     }
     void mark_active();
@@ -103,6 +108,10 @@ class PortSet {
     Link *resolve(const Address &peer, int &err, bool &shared);
 
     std::vector<Entry> ports_;
+    // The same ports split for progress: host-local queues, polled on every call, and
+    // the others, polled when they ask.
+    std::vector<RxQueue *> local_;
+    std::vector<Entry *> quiet_;
     std::vector<Link *> failed_;
     uint64_t foreign_new_ = 0;
     Link *last_ = nullptr;  // the last peer's link, when it is one of our ports'

@@ -57,6 +57,7 @@ int PeerLinks::open(uint32_t pid) {
 }
 
 void PeerLinks::close() {
+    last_route_ = {};  // its link belongs to the ports
     ports_.close();
     for (VniPorts &v : extra_)
         v.ports.close();
@@ -64,8 +65,7 @@ void PeerLinks::close() {
 
 void PeerLinks::poll_extra(transport::PacketSink &sink, unsigned tick) {
     for (VniPorts &v : extra_) {  // FI_AV_AUTH_KEY's other VNIs: not watched by the helper
-        v.ports.poll(sink, (tick & 63) == 0);
-        if (v.ports.has_news()) report_news(v.ports);
+        if (v.ports.poll(sink, (tick & 63) == 0)) report_news(v.ports);
     }
 }
 
@@ -122,7 +122,21 @@ transport::Link *PeerLinks::link_for(uint32_t nic, uint32_t pid, uint16_t vni, i
 
 transport::Link *PeerLinks::route(fi_addr_t dest, int &err) {
     Av *av = engine_.av();
-    Av::Entry *e = av ? av->entry(dest) : nullptr;
+    if (!av) {
+        err = -FI_EINVAL;
+        return nullptr;
+    }
+    const uint64_t gen = av->generation();
+    if (dest == last_route_.dest && gen == last_route_.gen && last_route_.link->alive())
+        return last_route_.link;
+    transport::Link *link = resolve_route(*av, dest, err);
+    if (link) last_route_ = LastRoute{dest, gen, link};
+    return link;
+}
+
+transport::Link *PeerLinks::resolve_route(Av &av_ref, fi_addr_t dest, int &err) {
+    Av *av = &av_ref;
+    Av::Entry *e = av->entry(dest);
     if (!e) {
         err = -FI_EINVAL;
         return nullptr;

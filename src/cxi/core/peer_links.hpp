@@ -15,6 +15,10 @@
 #include "cxi/prov/nic.hpp"
 #include "transport/ports.hpp"
 
+namespace softnic {
+class Av;
+}
+
 namespace softnic::cxi {
 
 class PidEngine;
@@ -59,8 +63,7 @@ class PeerLinks {
     // the loop of an application waiting for a message runs this.
     void poll(transport::PacketSink &sink, unsigned tick) {
         // Without the offload helper nobody watches a quiet socket: look now and then.
-        ports_.poll(sink, (tick & 63) == 0 && !offload_);
-        if (ports_.has_news()) report_news(ports_);
+        if (ports_.poll(sink, (tick & 63) == 0 && !offload_)) report_news(ports_);
         if (!extra_.empty()) poll_extra(sink, tick);
     }
     void poll_ring(transport::PacketSink &sink) { ports_.poll_local(sink); }  // own VNI only
@@ -98,6 +101,7 @@ class PeerLinks {
     bool listens_on_extra(uint16_t vni) const;
     void poll_extra(transport::PacketSink &sink, unsigned tick);
     void report_news(transport::PortSet &set);
+    transport::Link *resolve_route(Av &av, fi_addr_t dest, int &err);
     void report_failed(std::vector<transport::Link *> &failed);
 
     PidEngine &engine_;
@@ -112,6 +116,14 @@ class PeerLinks {
         transport::PortSet ports;
     };
     std::vector<VniPorts> extra_;
+    // The last route taken: a run of sends to one peer skips the AV. Links live as long
+    // as the ports (close() forgets this one); a dead one is no longer alive(), and an
+    // insert or remove changes the AV's generation.
+    struct LastRoute {
+        fi_addr_t dest = FI_ADDR_NOTAVAIL;
+        uint64_t gen = 0;  // never an AV's (they start at 1): an empty route never hits
+        transport::Link *link = nullptr;
+    } last_route_;
 };
 
 }  // namespace softnic::cxi

@@ -105,6 +105,7 @@ class PidEngine : public ProgressSource,
     void progress_locked();
     bool deliver(const uint8_t *pkt, size_t len) override;
     bool deliver_small(const uint8_t *pkt, size_t len, RxEngine::Match &m);
+    bool deliver_general(const uint8_t *pkt, size_t len, const RxEngine::Match &m);
     bool deliver_from(const uint8_t *pkt, size_t len, transport::Link &from) override;
 
     Domain &domain_;

@@ -9,6 +9,7 @@
 #include "common/hmem.hpp"
 #include "common/log.hpp"
 #include "cxi/core/pid_engine.hpp"
+#include "cxi/core/tx_sent.hpp"
 #include "cxi/obj/domain.hpp"
 
 namespace softnic::cxi {
@@ -65,6 +66,7 @@ void TxEngine::complete(TxOp *op, int err, int prov_errno) {
 }
 
 void TxEngine::complete_send(const SendArgs &a, int err, int prov_errno) {
+    if (!err && a.kind == OpKind::kSend && !a.stage) return complete_sent(a);
     if (a.stage) {  // a device buffer's stand-in: a read's bytes go to the device first
         if (!err && a.kind == OpKind::kRead && a.stage->land(a.len)) err = FI_EIO;
         delete a.stage;

@@ -8,6 +8,7 @@
 
 #include "common/log.hpp"
 #include "cxi/core/pid_engine.hpp"
+#include "cxi/core/tx_sent.hpp"
 #include "cxi/obj/domain.hpp"
 #include "cxi/prov/env.hpp"
 #include "transport/msg/segments.hpp"
@@ -79,7 +80,10 @@ bool TxEngine::try_fast_send(const SendArgs &a, transport::Link *link, int &err)
         return false;
     }
     domain_.count(C_CNTR_IXE_RX_PTL_UNRESTRICTED_PKT);
-    complete_send(a, 0, 0);
+    if (a.stage) [[unlikely]]
+        complete_send(a, 0, 0);
+    else
+        complete_sent(a);
     return true;
 }
 

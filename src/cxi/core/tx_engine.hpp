@@ -43,6 +43,8 @@ class TxEngine {
     void on_done(const WireHdr &h);
     void complete(TxOp *op, int err, int prov_errno);
     void complete_send(const SendArgs &a, int err, int prov_errno);
+    // complete_send's common case, a send that succeeded (inline: tx_sent.hpp).
+    inline void complete_sent(const SendArgs &a);
     void fail_link(transport::Link *link, int err, int prov_errno);  // the peer is gone
 
     // Retries of refused sends (rnr.cpp).

@@ -7,6 +7,7 @@
 
 #include "common/hmem.hpp"
 #include "common/log.hpp"
+#include "common/short_copy.hpp"
 #include "cxi/core/pid_engine.hpp"
 #include "cxi/obj/domain.hpp"
 #include "cxi/prov/env.hpp"
@@ -29,7 +30,7 @@ bool RxMsg::tagged() const {
 
 RxEngine::RxEngine(PidEngine &engine) : engine_(engine), domain_(engine.domain()) {}
 
-fi_addr_t RxEngine::source_of(uint64_t key, bool &known) {
+[[gnu::always_inline]] inline fi_addr_t RxEngine::cached_source(uint64_t key, bool &known) {
     Av *av = engine_.av();
     if (!av) {
         known = false;
@@ -42,6 +43,10 @@ fi_addr_t RxEngine::source_of(uint64_t key, bool &known) {
     return c.addr;
 }
 
+fi_addr_t RxEngine::source_of(uint64_t key, bool &known) {
+    return cached_source(key, known);
+}
+
 bool RxEngine::recv_matches(const RecvOp &r, bool tagged, uint64_t tag, fi_addr_t src) const {
     if (r.tagged != tagged) return false;
     if (tagged && ((r.tag ^ tag) & ~r.ignore & kTagMask)) return false;
@@ -50,7 +55,8 @@ bool RxEngine::recv_matches(const RecvOp &r, bool tagged, uint64_t tag, fi_addr_
     return true;
 }
 
-RecvOp *RxEngine::match_posted(bool tagged, uint64_t tag, fi_addr_t src) {
+[[gnu::always_inline]] inline RecvOp *RxEngine::match_posted(bool tagged, uint64_t tag,
+                                                               fi_addr_t src) {
     List<RecvOp> &list = posted_[tagged];
     for (RecvOp *op = list.head; op; op = op->next)
         if (recv_matches(*op, tagged, tag, src)) return op;
@@ -91,7 +97,7 @@ bool RxEngine::on_small(const SmallHdr &s, const uint8_t *payload, Match &m) {
     if (s.tag & ~kTagMask) return false;  // on_msg drops it, and says why
     const uint64_t key = engine_.links().source_key(s);
     bool known = false;
-    const fi_addr_t src = source_of(key, known);
+    const fi_addr_t src = cached_source(key, known);
     RecvOp *op = match_posted(s.flags & kWTagged, s.tag, src);
     if (op && receive_whole(op, s, s.tag, s.flags & kWCqData ? s.cq_data : 0, payload, src, known))
         return true;
@@ -108,7 +114,7 @@ bool RxEngine::on_msg(const WireHdr &h, const uint8_t *payload, const Match *loo
     Match found{};
     if (!looked_up) {
         found.key = engine_.links().source_key(h);
-        found.src = source_of(found.key, found.known);
+        found.src = cached_source(found.key, found.known);
         found.op = match_posted(h.flags & kWTagged, h.tag, found.src);
     }
     const Match &mt = looked_up ? *looked_up : found;
@@ -226,13 +232,15 @@ void RxEngine::report_recv(const RecvOp *op, uint64_t flags, size_t len, uint8_t
 
 // The common case: a one-packet message that fits a posted receive of its own, from a
 // known source. Copied and completed without a message record.
-bool RxEngine::receive_whole(RecvOp *op, const WirePrefix &p, uint64_t tag, uint64_t cq_data,
-                             const uint8_t *payload, fi_addr_t src, bool known) {
+[[gnu::always_inline]] inline bool RxEngine::receive_whole(RecvOp *op, const WirePrefix &p,
+                                                           uint64_t tag, uint64_t cq_data,
+                                                           const uint8_t *payload, fi_addr_t src,
+                                                           bool known) {
     if ((op->flags & (FI_MULTI_RECV | FI_DISCARD)) || p.payload > op->len || op->stage ||
         (!known && (engine_.caps() & FI_SOURCE_ERR)))
         return false;
     posted_[op->tagged].remove(op);
-    if (p.payload) std::memcpy(op->buf, payload, p.payload);
+    short_copy(op->buf, payload, p.payload);
     uint64_t flags = (op->tagged ? FI_TAGGED : FI_MSG) | FI_RECV;
     if (p.flags & kWCqData) flags |= FI_REMOTE_CQ_DATA;
     report_recv(op, flags, p.payload, nullptr, cq_data, op->tagged ? tag : 0, src);

@@ -12,19 +12,21 @@
 namespace softnic::cxi {
 namespace {
 
-// Fills a fresh (value-initialised) record in place. FI_DISCARD: the message is received
-// into nothing and completes with its own length.
-void fill_recv(RecvOp &r, const RecvArgs &a) {
-    r.context = a.context;
-    r.flags = a.flags;
+// A whole record for receive `a` (every field: the pool hands it out as last left).
+// FI_DISCARD: the message is received into nothing and completes with its own length.
+void fill_recv(RecvOp &r, const RecvArgs &a, Cntr *trig_cntr = nullptr, bool triggered = false) {
     const bool discard = a.flags & FI_DISCARD;
-    r.buf = discard ? nullptr : static_cast<uint8_t *>(a.buf);
-    r.len = discard ? 0 : a.len;
-    r.src = a.src;
-    r.tag = a.tag;
-    r.ignore = a.ignore;
-    r.tagged = a.tagged;
-    r.stage = a.stage;
+    r = RecvOp{.context = a.context,
+               .flags = a.flags,
+               .buf = discard ? nullptr : static_cast<uint8_t *>(a.buf),
+               .len = discard ? 0 : a.len,
+               .src = a.src,
+               .tag = a.tag,
+               .ignore = a.ignore,
+               .tagged = a.tagged,
+               .triggered = triggered,
+               .trig_cntr = trig_cntr,
+               .stage = a.stage};
 }
 
 }  // namespace
@@ -36,15 +38,13 @@ ssize_t RxEngine::recv(const RecvArgs &a, Cntr *trig_cntr, bool triggered) {
             m = m->next;
         if (!m)
             SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_CLAIM: nothing claimed by this context\n");
-        RecvOp *op = recvs_.take();
+        RecvOp *op = recvs_.take_any();
         fill_recv(*op, a);
         take_unexpected(m, op);
         return 0;
     }
-    RecvOp *op = recvs_.take();
-    fill_recv(*op, a);
-    op->triggered = triggered;
-    op->trig_cntr = trig_cntr;
+    RecvOp *op = recvs_.take_any();
+    fill_recv(*op, a, trig_cntr, triggered);
     if (a.flags & FI_MORE) {  // held until an operation without FI_MORE arrives
         held_recvs_.push_back(op);
         return 0;

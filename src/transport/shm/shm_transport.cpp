@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/short_copy.hpp"
+
 namespace softnic::transport::shm {
 namespace {
 bool g_single_copy = true;
@@ -108,10 +110,10 @@ bool ShmLink::send(const void *hdr, size_t hdr_len, const iovec *iov, size_t iov
         }
     }
     uint8_t *dst = reinterpret_cast<uint8_t *>(c) + kCellHeader;
-    if (hdr_len) std::memcpy(dst, hdr, hdr_len);
+    short_copy(dst, hdr, hdr_len);
     size_t off = hdr_len;
     for (size_t i = 0; i < iovcnt; i++) {
-        if (iov[i].iov_len) std::memcpy(dst + off, iov[i].iov_base, iov[i].iov_len);
+        short_copy(dst + off, iov[i].iov_base, iov[i].iov_len);
         off += iov[i].iov_len;
     }
     c->len = static_cast<uint32_t>(off);
