@@ -148,7 +148,7 @@ void Cq::push_queued(const Completion &c) {
         wake();
 }
 
-void Cq::wake() {
+[[gnu::noinline]] void Cq::wake() {
     if (notify_) notify_(notify_arg_);
     if (wait_) wait_->signal();
 }
@@ -162,7 +162,7 @@ void Cq::push_locked(const Completion &c) {
     add_pending(1);
 }
 
-void Cq::grow() {
+[[gnu::noinline]] void Cq::grow() {
     std::vector<Completion> bigger(ring_.size() * 2);
     for (size_t i = 0; i < count_; i++)
         bigger[i] = ring_[(head_ + i) & mask_];

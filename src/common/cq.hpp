@@ -151,9 +151,17 @@ class Cq {
     // The formats are prefixes of the tagged one; each size a constant, so no call.
     void write_entry(uint8_t *dst, const Completion &c) const {
         switch (entry_size_) {
-            case sizeof(fi_cq_tagged_entry):  // the common case (MPI's)
-                std::memcpy(dst, &c, sizeof(fi_cq_tagged_entry));
+            case sizeof(fi_cq_tagged_entry): {  // the common case (MPI's): field by field,
+                // so that an inlined push stores what it was given without a copy
+                auto *e = reinterpret_cast<fi_cq_tagged_entry *>(dst);
+                e->op_context = c.op_context;
+                e->flags = c.flags;
+                e->len = c.len;
+                e->buf = c.buf;
+                e->data = c.data;
+                e->tag = c.tag;
                 break;
+            }
             case sizeof(fi_cq_data_entry):
                 std::memcpy(dst, &c, sizeof(fi_cq_data_entry));
                 break;

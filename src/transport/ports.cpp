@@ -53,12 +53,14 @@ int PortSet::open(const Address &self, const PortOptions &o, PeerTable &peers) {
         bool always = p->polled_always();
         Port::Signals sig = p->signals();
         opened.push_back(Entry{std::move(p), q, always, sig});
+        // The shared-memory transport's queue is its ring (shm_port.cpp): called by type.
+        if (always && t == &shm_transport() && !ring_)
+            ring_ = static_cast<shm::ShmRxQueue *>(q);
+        else if (always)
+            local_.push_back(q);
     }
     for (Entry &e : opened)  // a vector's move keeps its elements where they are
-        if (e.always)
-            local_.push_back(e.queue);
-        else
-            quiet_.push_back(&e);
+        if (!e.always) quiet_.push_back(&e);
     ports_ = std::move(opened);
     return 0;
 }
@@ -66,6 +68,7 @@ int PortSet::open(const Address &self, const PortOptions &o, PeerTable &peers) {
 void PortSet::close() {
     for (Entry &e : ports_)
         e.port->linger();
+    ring_ = nullptr;
     local_.clear();
     quiet_.clear();
     ports_.clear();
@@ -75,6 +78,7 @@ void PortSet::close() {
 }
 
 void PortSet::poll_local(PacketSink &sink) {
+    if (ring_) ring_->poll(sink, 64);
     for (RxQueue *q : local_)
         q->poll(sink, 64);
 }

@@ -18,6 +18,7 @@
 
 #include "transport/naming.hpp"
 #include "transport/port.hpp"
+#include "transport/shm/shm_transport.hpp"
 #include "transport/transport.hpp"
 
 namespace softnic::transport {
@@ -48,7 +49,8 @@ class PortSet {
 
     // Host-local queues on every call; the others when they ask or when `periodic`.
     // True when there is news (has_news()): only the others bring any.
-    bool poll(PacketSink &sink, bool periodic) {
+    [[gnu::always_inline]] bool poll(PacketSink &sink, bool periodic) {
+        if (ring_) ring_->poll(sink, 64);  // direct, and so inlined: the class is final
         for (RxQueue *q : local_)
             q->poll(sink, 64);
         bool polled = false;
@@ -108,8 +110,10 @@ class PortSet {
     Link *resolve(const Address &peer, int &err, bool &shared);
 
     std::vector<Entry> ports_;
-    // The same ports split for progress: host-local queues, polled on every call, and
-    // the others, polled when they ask.
+    // The same ports split for progress: host-local queues, polled on every call (the
+    // shared-memory ring by its own type, the rest through the interface), and the
+    // others, polled when they ask.
+    shm::ShmRxQueue *ring_ = nullptr;
     std::vector<RxQueue *> local_;
     std::vector<Entry *> quiet_;
     std::vector<Link *> failed_;

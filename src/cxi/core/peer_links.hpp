@@ -61,7 +61,7 @@ class PeerLinks {
 
     // Reads the rings (and the sockets when due); `tick` counts progress calls. Inline:
     // the loop of an application waiting for a message runs this.
-    void poll(transport::PacketSink &sink, unsigned tick) {
+    [[gnu::always_inline]] void poll(transport::PacketSink &sink, unsigned tick) {
         // Without the offload helper nobody watches a quiet socket: look now and then.
         if (ports_.poll(sink, (tick & 63) == 0 && !offload_)) report_news(ports_);
         if (!extra_.empty()) poll_extra(sink, tick);

@@ -118,6 +118,15 @@ ssize_t TxEngine::send_device(SendArgs a, transport::Link *link) {
 ssize_t TxEngine::send(const SendArgs &a) {
     int err = 0;
     transport::Link *link = engine_.links().route(a.dest, err);
+    if (link && try_fast_send(a, link, err)) [[likely]] {
+        eagain_streak_ = 0;
+        return 0;
+    }
+    return send_queued(a, link, err);
+}
+
+// Everything but the one-packet send, out of line: that path saves no registers for it.
+[[gnu::noinline]] ssize_t TxEngine::send_queued(const SendArgs &a, transport::Link *link, int err) {
     if (!link) {
         if (err == -FI_EINVAL)
             SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "fi_addr %lu is not in the AV\n", a.dest);
@@ -127,7 +136,7 @@ ssize_t TxEngine::send(const SendArgs &a) {
             complete_send(a, FI_EIO, C_RC_PTLTE_NOT_FOUND);
         return 0;
     }
-    if (try_fast_send(a, link, err) || engine_.one_sided().single_copy(a, link)) {
+    if (engine_.one_sided().single_copy(a, link)) {
         eagain_streak_ = 0;
         return 0;
     }

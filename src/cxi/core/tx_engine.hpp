@@ -64,6 +64,7 @@ class TxEngine {
     void post(TxOp *op);
     void enqueue(TxOp *op);
     bool try_fast_send(const SendArgs &a, transport::Link *link, int &err);
+    ssize_t send_queued(const SendArgs &a, transport::Link *link, int err);
     uint64_t completion_level(uint64_t flags) const;
     void free(TxOp *op);
     bool pump(TxOp *op);

@@ -32,17 +32,8 @@ void fill_recv(RecvOp &r, const RecvArgs &a, Cntr *trig_cntr = nullptr, bool tri
 }  // namespace
 
 ssize_t RxEngine::recv(const RecvArgs &a, Cntr *trig_cntr, bool triggered) {
-    if (a.flags & FI_CLAIM) {  // the message a PEEK|CLAIM reserved for this context
-        RxMsg *m = unexpected_[a.tagged].head;
-        while (m && !(m->claimed && m->claim_ctx == a.context))
-            m = m->next;
-        if (!m)
-            SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_CLAIM: nothing claimed by this context\n");
-        RecvOp *op = recvs_.take_any();
-        fill_recv(*op, a);
-        take_unexpected(m, op);
-        return 0;
-    }
+    if (a.flags & FI_CLAIM) [[unlikely]]
+        return recv_claimed(a);
     RecvOp *op = recvs_.take_any();
     fill_recv(*op, a, trig_cntr, triggered);
     if (a.flags & FI_MORE) {  // held until an operation without FI_MORE arrives
@@ -55,11 +46,24 @@ ssize_t RxEngine::recv(const RecvArgs &a, Cntr *trig_cntr, bool triggered) {
         return 0;
     }
     held_recvs_.push_back(op);
-    post_held_recvs();
+    post_held_recvs();  // out of line
     return 0;
 }
 
-void RxEngine::post_held_recvs() {
+// The message a PEEK|CLAIM reserved for this context. Out of line, as the rest of
+// recv's uncommon paths are.
+[[gnu::noinline]] ssize_t RxEngine::recv_claimed(const RecvArgs &a) {
+    RxMsg *m = unexpected_[a.tagged].head;
+    while (m && !(m->claimed && m->claim_ctx == a.context))
+        m = m->next;
+    if (!m) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "FI_CLAIM: nothing claimed by this context\n");
+    RecvOp *op = recvs_.take_any();
+    fill_recv(*op, a);
+    take_unexpected(m, op);
+    return 0;
+}
+
+[[gnu::noinline]] void RxEngine::post_held_recvs() {
     while (RecvOp *op = held_recvs_.head) {
         held_recvs_.remove(op);
         if (op->flags & FI_MULTI_RECV) {

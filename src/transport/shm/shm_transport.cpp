@@ -47,27 +47,6 @@ ShmRxQueue::~ShmRxQueue() {
     if (ring_) ring_->state.store(kRingClosed, std::memory_order_release);
 }
 
-size_t ShmRxQueue::poll(PacketSink &sink, size_t budget) {
-    size_t n = 0;
-    const uint32_t max_len = geo_.cell_size - kCellHeader;
-    for (; n < budget; n++) {
-        CellHeader *c = ring_cell(ring_, head_, geo_.cell_size, geo_.cell_count);
-        if (c->seq.load(std::memory_order_acquire) != head_ + 1) break;  // nothing published
-        // The next cell is the one this loop reads last, on the message's critical path.
-        // Cells are a page apart, so their headers share one L1 set and that line is
-        // rarely still cached: fetch it while this message is delivered.
-        __builtin_prefetch(ring_cell(ring_, head_ + 1, geo_.cell_size, geo_.cell_count));
-        uint32_t len = c->len;
-        const uint8_t *data = reinterpret_cast<const uint8_t *>(c) + kCellHeader;
-        // A peer's bytes: a length past the cell is never trusted. The protocol gets an
-        // empty packet instead, which it drops, logs and counts like any other bad one.
-        if (len > max_len) len = 0;
-        if (!sink.deliver(data, len)) break;
-        c->seq.store(head_ + geo_.cell_count, std::memory_order_release);
-        head_++;
-    }
-    return n;
-}
 
 std::unique_ptr<ShmLink> ShmLink::open(const std::string &name, int &err) {
     std::unique_ptr<ShmLink> l(new ShmLink);
@@ -92,6 +71,18 @@ std::unique_ptr<ShmLink> ShmLink::open(const std::string &name, int &err) {
     return l;
 }
 
+// A packet's bytes into its cell; returns its length. Out of line (memcpy's calls).
+[[gnu::noinline]] static size_t fill_cell(uint8_t *dst, const void *hdr, size_t hdr_len,
+                                         const iovec *iov, size_t iovcnt) {
+    short_copy(dst, hdr, hdr_len);
+    size_t off = hdr_len;
+    for (size_t i = 0; i < iovcnt; i++) {
+        short_copy(dst + off, iov[i].iov_base, iov[i].iov_len);
+        off += iov[i].iov_len;
+    }
+    return off;
+}
+
 bool ShmLink::send(const void *hdr, size_t hdr_len, const iovec *iov, size_t iovcnt, bool) {
     RingHeader *h = ring_;
     uint64_t pos = h->enqueue_pos.load(std::memory_order_relaxed);
@@ -110,13 +101,16 @@ bool ShmLink::send(const void *hdr, size_t hdr_len, const iovec *iov, size_t iov
         }
     }
     uint8_t *dst = reinterpret_cast<uint8_t *>(c) + kCellHeader;
-    short_copy(dst, hdr, hdr_len);
-    size_t off = hdr_len;
-    for (size_t i = 0; i < iovcnt; i++) {
-        short_copy(dst + off, iov[i].iov_base, iov[i].iov_len);
-        off += iov[i].iov_len;
+    size_t len;
+    if (hdr_len <= kShortCopyMax && iovcnt <= 1 && (!iovcnt || iov->iov_len <= kShortCopyMax)) {
+        // A small packet (the 8-byte path's): copied without a call
+        copy_upto32(dst, hdr, hdr_len);
+        if (iovcnt) copy_upto32(dst + hdr_len, iov->iov_base, iov->iov_len);
+        len = hdr_len + (iovcnt ? iov->iov_len : 0);
+    } else {
+        len = fill_cell(dst, hdr, hdr_len, iov, iovcnt);
     }
-    c->len = static_cast<uint32_t>(off);
+    c->len = static_cast<uint32_t>(len);
     c->seq.store(pos + 1, std::memory_order_release);
     return true;
 }
