@@ -30,7 +30,7 @@ count() {
     FI_PROVIDER_PATH=$dir valgrind --tool=callgrind --collect-bus=yes --branch-sim=yes \
         --callgrind-out-file="$out" "$work/msg_instructions" "$prov" "$ITERS" \
         2>/dev/null | sed "s/^/    /" >&2
-    callgrind_annotate --inclusive=yes "$out" 2>/dev/null | awk -v n="$ITERS" -v l="$label" '
+    callgrind_annotate --threshold=100 --inclusive=yes "$out" 2>/dev/null | awk -v n="$ITERS" -v l="$label" '
         /Events recorded:/ { for (i = 3; i <= NF; i++) col[$i] = i - 2 }
         match($0, /msg_(send|recv_completion|send_completion|repost) \[/) {
             name = substr($0, RSTART, RLENGTH - 2)

@@ -59,8 +59,13 @@ int PortSet::open(const Address &self, const PortOptions &o, PeerTable &peers) {
         else if (always)
             local_.push_back(q);
     }
-    for (Entry &e : opened)  // a vector's move keeps its elements where they are
-        if (!e.always) quiet_.push_back(&e);
+    for (Entry &e : opened) {  // a vector's move keeps its elements where they are
+        if (e.always) continue;
+        if (!quiet_)
+            quiet_ = &e;
+        else
+            more_quiet_.push_back(&e);
+    }
     ports_ = std::move(opened);
     return 0;
 }
@@ -70,7 +75,8 @@ void PortSet::close() {
         e.port->linger();
     ring_ = nullptr;
     local_.clear();
-    quiet_.clear();
+    quiet_ = nullptr;
+    more_quiet_.clear();
     ports_.clear();
     failed_.clear();
     foreign_new_ = 0;

@@ -54,7 +54,11 @@ class PortSet {
         for (RxQueue *q : local_)
             q->poll(sink, 64);
         bool polled = false;
-        for (Entry *e : quiet_)
+        if (quiet_ && (periodic || quiet_->wants_poll())) {
+            poll_quiet(*quiet_, sink);
+            polled = true;
+        }
+        for (Entry *e : more_quiet_)
             if (periodic || e->wants_poll()) {
                 poll_quiet(*e, sink);
                 polled = true;
@@ -84,7 +88,8 @@ class PortSet {
     int wake_fd() const;
     bool watch() const;
     bool busy() const {  // on every progress call: host-local queues never are
-        for (const Entry *e : quiet_)
+        if (quiet_ && quiet_->busy()) return true;
+        for (const Entry *e : more_quiet_)
             if (e->busy()) return true;
         return false;
     }
@@ -112,10 +117,11 @@ class PortSet {
     std::vector<Entry> ports_;
     // The same ports split for progress: host-local queues, polled on every call (the
     // shared-memory ring by its own type, the rest through the interface), and the
-    // others, polled when they ask.
+    // others, polled when they ask (the first without a loop: UDP's, today the only one).
     shm::ShmRxQueue *ring_ = nullptr;
     std::vector<RxQueue *> local_;
-    std::vector<Entry *> quiet_;
+    Entry *quiet_ = nullptr;
+    std::vector<Entry *> more_quiet_;
     std::vector<Link *> failed_;
     uint64_t foreign_new_ = 0;
     Link *last_ = nullptr;  // the last peer's link, when it is one of our ports'
