@@ -191,7 +191,6 @@ static_assert(offsetof(Completion, op_context) == offsetof(fi_cq_tagged_entry, o
               offsetof(Completion, tag) == offsetof(fi_cq_tagged_entry, tag) &&
               offsetof(Completion, src) == sizeof(fi_cq_tagged_entry));
 
-
 ssize_t Cq::read(void *buf, size_t count, fi_addr_t *src) {
     if (count && !buf) SN_REJECT(-FI_EINVAL, FI_LOG_CQ, "NULL buffer\n");
     auto *out = static_cast<uint8_t *>(buf);

@@ -67,8 +67,7 @@ struct CqDirectRead {
 };
 // initial-exec: a plain thread-pointer load on the message path, not __tls_get_addr;
 // constinit: no initialisation wrapper around it.
-extern constinit thread_local CqDirectRead *t_cq_reader
-    __attribute__((tls_model("initial-exec")));
+extern constinit thread_local CqDirectRead *t_cq_reader __attribute__((tls_model("initial-exec")));
 
 class Cq {
   public:

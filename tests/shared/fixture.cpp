@@ -18,6 +18,7 @@ fi_info *SharedTest::hints(const char *domain) const {
     h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR;
     h->fabric_attr->prov_name = strdup(GetParam().prov);
     if (domain) h->domain_attr->name = strdup(domain);
+    if (threading_ != FI_THREAD_UNSPEC) h->domain_attr->threading = threading_;
     return h;
 }
 

@@ -75,6 +75,7 @@ class SharedTest : public ::testing::TestWithParam<Flavour> {
     ssize_t wait_cq(Side &s, fi_cq_msg_entry &e, fi_cq_err_entry *err = nullptr);
 
     Side a_, b_;
+    fi_threading threading_ = FI_THREAD_UNSPEC;  // asked for in hints() unless unspecified
 };
 
 std::string flavour_name(const ::testing::TestParamInfo<Flavour> &info);

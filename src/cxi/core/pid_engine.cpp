@@ -148,7 +148,6 @@ bool PidEngine::offload_progress(bool readable) {
     });
 }
 
-
 void PidEngine::peer_failed(transport::Link *link, uint32_t nic, uint32_t pid, int err,
                             int prov_errno) {
     tx_.fail_link(link, err, prov_errno);

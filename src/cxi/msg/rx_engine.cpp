@@ -56,7 +56,7 @@ bool RxEngine::recv_matches(const RecvOp &r, bool tagged, uint64_t tag, fi_addr_
 }
 
 [[gnu::always_inline]] inline RecvOp *RxEngine::match_posted(bool tagged, uint64_t tag,
-                                                               fi_addr_t src) {
+                                                             fi_addr_t src) {
     List<RecvOp> &list = posted_[tagged];
     for (RecvOp *op = list.head; op; op = op->next)
         if (recv_matches(*op, tagged, tag, src)) return op;

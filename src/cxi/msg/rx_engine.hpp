@@ -69,7 +69,7 @@ class RxEngine {
 
   private:
     fi_addr_t cached_source(uint64_t key, bool &known);  // source_of, inline in rx_engine.cpp
-    ssize_t recv_claimed(const RecvArgs &a);  // FI_CLAIM
+    ssize_t recv_claimed(const RecvArgs &a);             // FI_CLAIM
     RecvOp *match_posted(bool tagged, uint64_t tag, fi_addr_t src);
     bool recv_matches(const RecvOp &r, bool tagged, uint64_t tag, fi_addr_t src) const;
     void bind_receive(RxMsg *m, RecvOp *op, bool listed);

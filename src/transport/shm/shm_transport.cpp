@@ -47,7 +47,6 @@ ShmRxQueue::~ShmRxQueue() {
     if (ring_) ring_->state.store(kRingClosed, std::memory_order_release);
 }
 
-
 std::unique_ptr<ShmLink> ShmLink::open(const std::string &name, int &err) {
     std::unique_ptr<ShmLink> l(new ShmLink);
     err = l->seg_.open(name);
@@ -73,7 +72,7 @@ std::unique_ptr<ShmLink> ShmLink::open(const std::string &name, int &err) {
 
 // A packet's bytes into its cell; returns its length. Out of line (memcpy's calls).
 [[gnu::noinline]] static size_t fill_cell(uint8_t *dst, const void *hdr, size_t hdr_len,
-                                         const iovec *iov, size_t iovcnt) {
+                                          const iovec *iov, size_t iovcnt) {
     short_copy(dst, hdr, hdr_len);
     size_t off = hdr_len;
     for (size_t i = 0; i < iovcnt; i++) {

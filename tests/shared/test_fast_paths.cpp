@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+// What the small-message fast paths remember between calls must never outlive what it
+// was taken from: a send to an address that was removed, or removed and given to
+// another peer, must not reach the old peer. And the fast paths hold at every threading
+// level an application may ask for.
+#include <cstring>
+
+#include "fixture.hpp"
+
+namespace shared_test {
+namespace {
+
+constexpr fi_threading kLevels[] = {FI_THREAD_SAFE, FI_THREAD_DOMAIN, FI_THREAD_COMPLETION,
+                                    FI_THREAD_ENDPOINT};
+
+class SharedFastPathTest : public SharedTest {
+  protected:
+    // One 8-byte message from `from` to `to` (its peer address `dest`), every byte and the
+    // contexts checked.
+    void eight_bytes(Side &from, Side &to, fi_addr_t dest, uint64_t value) {
+        Buffer src = buffer(from, 8), dst = buffer(to, 8);
+        std::memcpy(src.bytes.data(), &value, 8);
+        fi_context2 rctx, sctx;
+        ASSERT_OK(fi_recv(to.ep.get(), dst.bytes.data(), 8, dst.desc(), FI_ADDR_UNSPEC, &rctx));
+        ASSERT_OK(fi_send(from.ep.get(), src.bytes.data(), 8, src.desc(), dest, &sctx));
+        fi_cq_msg_entry e;
+        ASSERT_EQ(1, wait_on(to, from, e)) << "no receive completion";
+        EXPECT_EQ(&rctx, e.op_context);
+        EXPECT_EQ(8u, e.len);
+        uint64_t got = 0;
+        std::memcpy(&got, dst.bytes.data(), 8);
+        EXPECT_EQ(value, got);
+        ASSERT_EQ(1, wait_on(from, to, e)) << "no send completion";
+        EXPECT_EQ(&sctx, e.op_context);
+    }
+    // wait_cq for sides that need not be a_ and b_: `s`'s CQ, progressing `other` too.
+    ssize_t wait_on(Side &s, Side &other, fi_cq_msg_entry &e) {
+        for (int i = 0; i < 2000000; i++) {
+            ssize_t rc = fi_cq_read(s.cq.get(), &e, 1);
+            if (rc != -FI_EAGAIN) return rc;
+            fi_cq_msg_entry o;
+            if (fi_cq_read(other.cq.get(), &o, 1) == 1) other.stash.push_back(o);
+        }
+        return -FI_ETIMEDOUT;
+    }
+    // Reads `s`'s CQ for a while: how many entries arrived (none are expected).
+    int stray_entries(Side &s) {
+        int n = 0;
+        for (int i = 0; i < 20000; i++) {
+            fi_cq_msg_entry e;
+            if (fi_cq_read(s.cq.get(), &e, 1) == 1) n++;
+        }
+        return n;
+    }
+};
+
+// A run of sends to one peer, then its address is removed and another peer's inserted
+// (the AV hands out the lowest free index again): the next sends reach the new peer, and
+// the old one receives nothing more.
+TEST_P(SharedFastPathTest, AnAddressGivenToAnotherPeerReachesTheNewOne) {
+    Side c;
+    open_side(c, GetParam().dom_b);
+    ASSERT_FALSE(HasFatalFailure());
+    connect_sides();
+    fi_addr_t c_peer = FI_ADDR_NOTAVAIL;
+    ASSERT_EQ(1, fi_av_insert(c.av.get(), a_.name.data(), 1, &c_peer, 0, nullptr));
+    for (uint64_t i = 0; i < 16; i++) {
+        eight_bytes(a_, b_, a_.peer, 0x1000 + i);
+        if (HasFatalFailure()) return;
+    }
+    fi_addr_t old = a_.peer;
+    ASSERT_OK(fi_av_remove(a_.av.get(), &old, 1, 0));
+    fi_addr_t now = FI_ADDR_NOTAVAIL;
+    ASSERT_EQ(1, fi_av_insert(a_.av.get(), c.name.data(), 1, &now, 0, nullptr));
+    // b posts a receive that must stay unmatched.
+    Buffer stray = buffer(b_, 8);
+    fi_context2 bctx;
+    ASSERT_OK(fi_recv(b_.ep.get(), stray.bytes.data(), 8, stray.desc(), FI_ADDR_UNSPEC, &bctx));
+    for (uint64_t i = 0; i < 16; i++) {
+        eight_bytes(a_, c, now, 0x2000 + i);
+        if (HasFatalFailure()) return;
+    }
+    EXPECT_EQ(0, stray_entries(b_)) << "the old peer received a message sent to the new one";
+}
+
+// A send to an address that was removed fails; it does not reach the peer it named.
+TEST_P(SharedFastPathTest, ASendToARemovedAddressReachesNobody) {
+    connect_sides();
+    for (uint64_t i = 0; i < 16; i++) {
+        eight_bytes(a_, b_, a_.peer, 0x3000 + i);
+        if (HasFatalFailure()) return;
+    }
+    fi_addr_t old = a_.peer;
+    ASSERT_OK(fi_av_remove(a_.av.get(), &old, 1, 0));
+    Buffer src = buffer(a_, 8), dst = buffer(b_, 8);
+    fi_context2 rctx, sctx;
+    ASSERT_OK(fi_recv(b_.ep.get(), dst.bytes.data(), 8, dst.desc(), FI_ADDR_UNSPEC, &rctx));
+    ssize_t rc = fi_send(a_.ep.get(), src.bytes.data(), 8, src.desc(), old, &sctx);
+    if (rc == 0) {  // accepted: it must then fail on the CQ, never arrive
+        fi_cq_msg_entry e;
+        fi_cq_err_entry err{};
+        EXPECT_EQ(-FI_EAVAIL, wait_cq(a_, e, &err)) << "a send to a removed address succeeded";
+    } else {
+        EXPECT_LT(rc, 0);
+    }
+    EXPECT_EQ(0, stray_entries(b_)) << "a message sent to a removed address arrived";
+}
+
+// The 8-byte path at each threading level the provider offers: a ping-pong of checked
+// messages both ways.
+TEST_P(SharedFastPathTest, EightByteMessagesAtEveryThreadingLevel) {
+    int levels = 0;
+    for (fi_threading level : kLevels) {
+        SCOPED_TRACE(fi_tostr(&level, FI_TYPE_THREADING));
+        threading_ = level;
+        fi_info *h = hints(GetParam().dom_a), *out = nullptr;
+        int rc = fi_getinfo(FI_VERSION(1, 15), nullptr, nullptr, 0, h, &out);
+        fi_freeinfo(h);
+        if (rc == -FI_ENODATA) continue;  // not offered at this level
+        ASSERT_OK(rc);
+        EXPECT_EQ(level, out->domain_attr->threading);
+        fi_freeinfo(out);
+        Side x, y;
+        open_side(x, GetParam().dom_a);
+        open_side(y, GetParam().dom_b);
+        ASSERT_FALSE(HasFatalFailure());
+        ASSERT_EQ(1, fi_av_insert(x.av.get(), y.name.data(), 1, &x.peer, 0, nullptr));
+        ASSERT_EQ(1, fi_av_insert(y.av.get(), x.name.data(), 1, &y.peer, 0, nullptr));
+        for (uint64_t i = 0; i < 64; i++) {
+            eight_bytes(x, y, x.peer, uint64_t(level) * 1000 + i);
+            eight_bytes(y, x, y.peer, uint64_t(level) * 1000 + i + 500);
+            if (HasFatalFailure()) return;
+        }
+        levels++;
+    }
+    EXPECT_GE(levels, 1) << "no threading level offered";
+}
+
+SHARED_INSTANTIATE(SharedFastPathTest);
+
+}  // namespace
+}  // namespace shared_test
