@@ -19,11 +19,10 @@ EpView *view(fid_ep *ep) {
     return owner_of<EpView>(ep);
 }
 
-// Inlined into each entry point, so that its constant arguments fold away.
-[[gnu::always_inline]] inline ssize_t do_send(fid_ep *ep, const void *buf, size_t len, void *desc,
-                                              fi_addr_t dest, uint64_t tag, uint64_t data,
-                                              void *context, uint64_t flags, bool tagged,
-                                              bool inject_call = false) {
+// Every check of a send, one by one, each failure with its reason; then the send.
+[[gnu::noinline]] ssize_t send_checked(fid_ep *ep, const void *buf, size_t len, void *desc,
+                                       fi_addr_t dest, uint64_t tag, uint64_t data, void *context,
+                                       uint64_t flags, bool tagged, bool inject_call) {
     EpView *v = view(ep);
     if (!(v->side & kTx)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "not a transmit context\n");
     if (len && !buf) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL buffer\n");
@@ -54,9 +53,29 @@ EpView *view(fid_ep *ep) {
                      desc);
 }
 
-[[gnu::always_inline]] inline ssize_t do_recv(fid_ep *ep, void *buf, size_t len, void *desc,
-                                              fi_addr_t src, uint64_t tag, uint64_t ignore,
-                                              void *context, uint64_t flags, bool tagged) {
+// Inlined into each entry point, so that its constant arguments fold away. A plain send
+// (host memory, no descriptor, none of the flags that need a closer look) passes every
+// check in one test and goes straight to the engine; any other is checked out of line,
+// so the plain one saves no registers for the rest.
+[[gnu::always_inline]] inline ssize_t do_send(fid_ep *ep, const void *buf, size_t len, void *desc,
+                                              fi_addr_t dest, uint64_t tag, uint64_t data,
+                                              void *context, uint64_t flags, bool tagged,
+                                              bool inject_call = false) {
+    EpView *v = view(ep);
+    const bool plain = (v->side & kTx) && (buf || !len) && len <= kMaxMsgSize && !desc &&
+                       !(v->ep->caps() & FI_HMEM) && !(flags & (FI_FENCE | FI_TRIGGER)) &&
+                       (!(flags & FI_INJECT) || (!v->ep->rnr() && len <= kInjectSize)) &&
+                       !(tagged && (tag & ~v->ep->tag_mask()));
+    if (plain) [[likely]]
+        return v->engine->send(
+            SendArgs{buf, len, dest, tag, data, context, flags, tagged, inject_call});
+    return send_checked(ep, buf, len, desc, dest, tag, data, context, flags, tagged, inject_call);
+}
+
+// Every check of a receive, one by one, each failure with its reason; then the receive.
+[[gnu::noinline]] ssize_t recv_checked(fid_ep *ep, void *buf, size_t len, void *desc,
+                                       fi_addr_t src, uint64_t tag, uint64_t ignore,
+                                       void *context, uint64_t flags, bool tagged) {
     EpView *v = view(ep);
     if (!(v->side & kRx)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "not a receive context\n");
     if (len && !buf) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL buffer\n");
@@ -69,6 +88,22 @@ EpView *view(fid_ep *ep) {
     RecvArgs a{buf, len, src, tag, ignore, context, flags & ~kIgnoredRecvFlags, tagged};
     if (flags & FI_PEEK) return v->engine->peek(a);
     return post_recv(v, a, desc);
+}
+
+// As do_send: a plain receive (host memory, no descriptor, any source, no FI_PEEK) in one
+// test, straight to the engine; any other out of line.
+[[gnu::always_inline]] inline ssize_t do_recv(fid_ep *ep, void *buf, size_t len, void *desc,
+                                              fi_addr_t src, uint64_t tag, uint64_t ignore,
+                                              void *context, uint64_t flags, bool tagged) {
+    EpView *v = view(ep);
+    const uint64_t caps = v->ep->caps();
+    const bool plain = (v->side & kRx) && (buf || !len) && !desc && !(caps & FI_HMEM) &&
+                       !(flags & FI_PEEK) && (src == FI_ADDR_UNSPEC || !(caps & FI_DIRECTED_RECV)) &&
+                       !(tagged && ((tag | ignore) & ~v->ep->tag_mask()));
+    if (plain) [[likely]]
+        return v->engine->recv(RecvArgs{buf, len, FI_ADDR_UNSPEC, tag, ignore, context,
+                                        flags & ~kIgnoredRecvFlags, tagged});
+    return recv_checked(ep, buf, len, desc, src, tag, ignore, context, flags, tagged);
 }
 
 bool single_iov(const iovec *iov, size_t count) {
