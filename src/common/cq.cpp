@@ -218,7 +218,7 @@ ssize_t Cq::read(void *buf, size_t count, fi_addr_t *src) {
     }
     if (d.n) return static_cast<ssize_t>(d.n);
     if (!pending_.load(std::memory_order_relaxed)) return -FI_EAGAIN;
-    return take(out, count, src);
+    return take(d.out, d.room, d.src);  // from d: no register is kept across progress
 }
 
 // Queued entries, oldest first; -FI_EAVAIL while an error waits (pending_ counts the

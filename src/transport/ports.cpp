@@ -66,6 +66,7 @@ int PortSet::open(const Address &self, const PortOptions &o, PeerTable &peers) {
         else
             more_quiet_.push_back(&e);
     }
+    more_ = !local_.empty() || !more_quiet_.empty();
     ports_ = std::move(opened);
     return 0;
 }
@@ -76,6 +77,7 @@ void PortSet::close() {
     ring_ = nullptr;
     local_.clear();
     quiet_ = nullptr;
+    more_ = false;
     more_quiet_.clear();
     ports_.clear();
     failed_.clear();
@@ -87,6 +89,23 @@ void PortSet::poll_local(PacketSink &sink) {
     if (ring_) ring_->poll(sink, 64);
     for (RxQueue *q : local_)
         q->poll(sink, 64);
+}
+
+bool PortSet::poll_more(PacketSink &sink, bool periodic) {
+    for (RxQueue *q : local_)
+        q->poll(sink, 64);
+    bool polled = false;
+    for (Entry *e : more_quiet_)
+        if (periodic || e->wants_poll()) {
+            poll_quiet(*e, sink);
+            polled = true;
+        }
+    return polled;
+}
+
+bool PortSet::more_busy() const {
+    return std::any_of(more_quiet_.begin(), more_quiet_.end(),
+                       [](const Entry *e) { return e->busy(); });
 }
 
 void PortSet::poll_quiet(Entry &e, PacketSink &sink) {

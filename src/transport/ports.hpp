@@ -51,18 +51,13 @@ class PortSet {
     // True when there is news (has_news()): only the others bring any.
     [[gnu::always_inline]] bool poll(PacketSink &sink, bool periodic) {
         if (ring_) ring_->poll(sink, 64);  // direct, and so inlined: the class is final
-        for (RxQueue *q : local_)
-            q->poll(sink, 64);
         bool polled = false;
         if (quiet_ && (periodic || quiet_->wants_poll())) {
             poll_quiet(*quiet_, sink);
             polled = true;
         }
-        for (Entry *e : more_quiet_)
-            if (periodic || e->wants_poll()) {
-                poll_quiet(*e, sink);
-                polled = true;
-            }
+        if (more_) [[unlikely]]
+            polled |= poll_more(sink, periodic);
         return polled && has_news();
     }
     void poll_local(PacketSink &sink);  // the host-local queues only
@@ -89,9 +84,7 @@ class PortSet {
     bool watch() const;
     bool busy() const {  // on every progress call: host-local queues never are
         if (quiet_ && quiet_->busy()) return true;
-        for (const Entry *e : more_quiet_)
-            if (e->busy()) return true;
-        return false;
+        return more_ && more_busy();
     }
     void mark_active();
 
@@ -112,15 +105,19 @@ class PortSet {
         }
     };
     void poll_quiet(Entry &e, PacketSink &sink);
+    bool poll_more(PacketSink &sink, bool periodic);  // local_ and more_quiet_
+    bool more_busy() const;
     Link *resolve(const Address &peer, int &err, bool &shared);
 
     std::vector<Entry> ports_;
-    // The same ports split for progress: host-local queues, polled on every call (the
-    // shared-memory ring by its own type, the rest through the interface), and the
-    // others, polled when they ask (the first without a loop: UDP's, today the only one).
+    // The same ports split for progress: host-local queues, polled on every call, and
+    // the others, polled when they ask. The shared-memory ring is read by its own type
+    // and the first quiet port (UDP's) directly; any further ports (none today) wait
+    // behind one flag, so that they cost the common case one test.
     shm::ShmRxQueue *ring_ = nullptr;
-    std::vector<RxQueue *> local_;
     Entry *quiet_ = nullptr;
+    bool more_ = false;  // local_ or more_quiet_ holds any
+    std::vector<RxQueue *> local_;
     std::vector<Entry *> more_quiet_;
     std::vector<Link *> failed_;
     uint64_t foreign_new_ = 0;

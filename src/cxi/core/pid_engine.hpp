@@ -40,7 +40,7 @@ struct CompletionBind {
     std::array<Cntr *, 3> cntrs() const { return {cntr, write_cntr, read_cntr}; }
 };
 
-class PidEngine : public ProgressSource,
+class PidEngine final : public ProgressSource,
                   public transport::OffloadClient,
                   private transport::PacketSink {
   public:
