@@ -191,19 +191,8 @@ static_assert(offsetof(Completion, op_context) == offsetof(fi_cq_tagged_entry, o
               offsetof(Completion, tag) == offsetof(fi_cq_tagged_entry, tag) &&
               offsetof(Completion, src) == sizeof(fi_cq_tagged_entry));
 
-ssize_t Cq::read(void *buf, size_t count, fi_addr_t *src) {
-    if (count && !buf) SN_REJECT(-FI_EINVAL, FI_LOG_CQ, "NULL buffer\n");
-    auto *out = static_cast<uint8_t *>(buf);
-    // What is queued is handed out before progress runs again: progress would only add
-    // behind it, and a send's completion (queued as the send was posted) then costs no
-    // poll of the peers. At most kSkips reads in a row skip progress, so a CQ that never
-    // empties still drives its endpoints.
-    const unsigned skipped = skipped_.load(std::memory_order_relaxed);
-    if (pending_.load(std::memory_order_relaxed) && skipped < kSkips) {
-        skipped_.store(skipped + 1, std::memory_order_relaxed);
-        return take(out, count, src);
-    }
-    return progress_and_read(out, count, src);
+ssize_t Cq::reject_null_buffer() {
+    SN_REJECT(-FI_EINVAL, FI_LOG_CQ, "NULL buffer\n");
 }
 
 // Progress first: what it completes while nothing older is queued lands in the reader's
