@@ -70,14 +70,11 @@ void PidEngine::close() {
     pid_ = kPidAny;
 }
 
-ssize_t PidEngine::send(const SendArgs &a) {
-    if (TriggeredIssue t = take_triggered_issue(); t.active) {  // once: the record is taken
-        SendArgs b = a;
-        b.trig = TriggerArgs{true, t.cntr};
-        return send(b);
-    }
+ssize_t PidEngine::send_triggered(const SendArgs &a, Cntr *cntr) {
+    SendArgs b = a;
+    b.trig = TriggerArgs{true, cntr};
     SpinGuard g(lock_);
-    return tx_.send(a);
+    return tx_.send(b);
 }
 
 ssize_t PidEngine::recv(const RecvArgs &a) {

@@ -22,6 +22,7 @@
 #include "cxi/core/tx_engine.hpp"
 #include "cxi/msg/rx_engine.hpp"
 #include "cxi/obj/addr.hpp"
+#include "cxi/obj/deferred.hpp"
 #include "cxi/one_sided/one_sided.hpp"
 #include "cxi/prov/caps.hpp"
 #include "transport/offload.hpp"
@@ -70,7 +71,7 @@ class PidEngine final : public ProgressSource,
     uint64_t rnr_max_us() const { return rnr_max_us_; }
 
     // The application's calls: under the context's lock, into the engines.
-    ssize_t send(const SendArgs &a);
+    ssize_t send(const SendArgs &a);  // inline, below
     ssize_t recv(const RecvArgs &a);
     ssize_t peek(const RecvArgs &a);
     int cancel(void *context);
@@ -106,6 +107,7 @@ class PidEngine final : public ProgressSource,
     bool deliver(const uint8_t *pkt, size_t len) override;
     bool deliver_small(const uint8_t *pkt, size_t len, RxEngine::Match &m);
     bool deliver_general(const uint8_t *pkt, size_t len, const RxEngine::Match &m);
+    ssize_t send_triggered(const SendArgs &a, Cntr *cntr);  // issued by a trigger
     bool deliver_from(const uint8_t *pkt, size_t len, transport::Link &from) override;
 
     Domain &domain_;
@@ -124,5 +126,14 @@ class PidEngine final : public ProgressSource,
     OneSided one_sided_;
     CollEngine coll_;
 };
+
+// Inline: every send's entry point calls it. A send that a trigger issues (once: the
+// thread's record is taken) goes out of line with its counter.
+inline ssize_t PidEngine::send(const SendArgs &a) {
+    if (TriggeredIssue t = take_triggered_issue(); t.active) [[unlikely]]
+        return send_triggered(a, t.cntr);
+    SpinGuard g(lock_);
+    return tx_.send(a);
+}
 
 }  // namespace softnic::cxi
