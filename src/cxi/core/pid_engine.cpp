@@ -77,10 +77,9 @@ ssize_t PidEngine::send_triggered(const SendArgs &a, Cntr *cntr) {
     return tx_.send(b);
 }
 
-ssize_t PidEngine::recv(const RecvArgs &a) {
-    TriggeredIssue t = take_triggered_issue();
+ssize_t PidEngine::recv_triggered(const RecvArgs &a, Cntr *cntr) {
     SpinGuard g(lock_);
-    return rx_.recv(a, t.cntr, t.active);
+    return rx_.recv(a, cntr, true);
 }
 
 ssize_t PidEngine::peek(const RecvArgs &a) {

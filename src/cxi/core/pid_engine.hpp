@@ -42,8 +42,8 @@ struct CompletionBind {
 };
 
 class PidEngine final : public ProgressSource,
-                  public transport::OffloadClient,
-                  private transport::PacketSink {
+                        public transport::OffloadClient,
+                        private transport::PacketSink {
   public:
     // Operation flags live in the EpViews that refer to the context.
     PidEngine(Domain &domain, uint64_t caps, size_t tx_size, uint16_t vni);
@@ -72,7 +72,7 @@ class PidEngine final : public ProgressSource,
 
     // The application's calls: under the context's lock, into the engines.
     ssize_t send(const SendArgs &a);  // inline, below
-    ssize_t recv(const RecvArgs &a);
+    ssize_t recv(const RecvArgs &a);  // inline, below
     ssize_t peek(const RecvArgs &a);
     int cancel(void *context);
     size_t unexpected(fi_cq_tagged_entry *e, size_t count, fi_addr_t *src, size_t *total);
@@ -108,6 +108,7 @@ class PidEngine final : public ProgressSource,
     bool deliver_small(const uint8_t *pkt, size_t len, RxEngine::Match &m);
     bool deliver_general(const uint8_t *pkt, size_t len, const RxEngine::Match &m);
     ssize_t send_triggered(const SendArgs &a, Cntr *cntr);  // issued by a trigger
+    ssize_t recv_triggered(const RecvArgs &a, Cntr *cntr);
     bool deliver_from(const uint8_t *pkt, size_t len, transport::Link &from) override;
 
     Domain &domain_;
@@ -127,8 +128,14 @@ class PidEngine final : public ProgressSource,
     CollEngine coll_;
 };
 
-// Inline: every send's entry point calls it. A send that a trigger issues (once: the
-// thread's record is taken) goes out of line with its counter.
+// Inline: every send's and receive's entry point calls them. An operation that a trigger
+// issues (once: the thread's record is taken) goes out of line with its counter.
+inline ssize_t PidEngine::recv(const RecvArgs &a) {
+    if (TriggeredIssue t = take_triggered_issue(); t.active) [[unlikely]]
+        return recv_triggered(a, t.cntr);
+    SpinGuard g(lock_);
+    return rx_.recv(a, nullptr, false);
+}
 inline ssize_t PidEngine::send(const SendArgs &a) {
     if (TriggeredIssue t = take_triggered_issue(); t.active) [[unlikely]]
         return send_triggered(a, t.cntr);

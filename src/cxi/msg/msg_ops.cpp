@@ -73,9 +73,9 @@ EpView *view(fid_ep *ep) {
 }
 
 // Every check of a receive, one by one, each failure with its reason; then the receive.
-[[gnu::noinline]] ssize_t recv_checked(fid_ep *ep, void *buf, size_t len, void *desc,
-                                       fi_addr_t src, uint64_t tag, uint64_t ignore,
-                                       void *context, uint64_t flags, bool tagged) {
+[[gnu::noinline]] ssize_t recv_checked(fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src,
+                                       uint64_t tag, uint64_t ignore, void *context, uint64_t flags,
+                                       bool tagged) {
     EpView *v = view(ep);
     if (!(v->side & kRx)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "not a receive context\n");
     if (len && !buf) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL buffer\n");
@@ -98,7 +98,8 @@ EpView *view(fid_ep *ep) {
     EpView *v = view(ep);
     const uint64_t caps = v->ep->caps();
     const bool plain = (v->side & kRx) && (buf || !len) && !desc && !(caps & FI_HMEM) &&
-                       !(flags & FI_PEEK) && (src == FI_ADDR_UNSPEC || !(caps & FI_DIRECTED_RECV)) &&
+                       !(flags & FI_PEEK) &&
+                       (src == FI_ADDR_UNSPEC || !(caps & FI_DIRECTED_RECV)) &&
                        !(tagged && ((tag | ignore) & ~v->ep->tag_mask()));
     if (plain) [[likely]]
         return v->engine->recv(RecvArgs{buf, len, FI_ADDR_UNSPEC, tag, ignore, context,
