@@ -90,20 +90,21 @@ EpView *view(fid_ep *ep) {
     return post_recv(v, a, desc);
 }
 
-// As do_send: a plain receive (host memory, no descriptor, any source, no FI_PEEK) in one
+// As do_send: a plain receive (host memory, no descriptor, no FI_PEEK; any source, or one
+// in the AV when the endpoint has FI_DIRECTED_RECV, as MPI's receives name theirs) in one
 // test, straight to the engine; any other out of line.
 [[gnu::always_inline]] inline ssize_t do_recv(fid_ep *ep, void *buf, size_t len, void *desc,
                                               fi_addr_t src, uint64_t tag, uint64_t ignore,
                                               void *context, uint64_t flags, bool tagged) {
     EpView *v = view(ep);
     const uint64_t caps = v->ep->caps();
+    const bool any_source = src == FI_ADDR_UNSPEC || !(caps & FI_DIRECTED_RECV);
     const bool plain = (v->side & kRx) && (buf || !len) && !desc && !(caps & FI_HMEM) &&
-                       !(flags & FI_PEEK) &&
-                       (src == FI_ADDR_UNSPEC || !(caps & FI_DIRECTED_RECV)) &&
-                       !(tagged && ((tag | ignore) & ~v->ep->tag_mask()));
+                       !(flags & FI_PEEK) && !(tagged && ((tag | ignore) & ~v->ep->tag_mask())) &&
+                       (any_source || (v->engine->av() && v->engine->av()->entry(src)));
     if (plain) [[likely]]
-        return v->engine->recv(RecvArgs{buf, len, FI_ADDR_UNSPEC, tag, ignore, context,
-                                        flags & ~kIgnoredRecvFlags, tagged});
+        return v->engine->recv(RecvArgs{buf, len, any_source ? FI_ADDR_UNSPEC : src, tag, ignore,
+                                        context, flags & ~kIgnoredRecvFlags, tagged});
     return recv_checked(ep, buf, len, desc, src, tag, ignore, context, flags, tagged);
 }
 
