@@ -5,6 +5,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_eq.h>
 
+#include <cstddef>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -162,12 +163,24 @@ class Cq {
     ssize_t progress_and_read(uint8_t *out, size_t count, fi_addr_t *src);
     ssize_t take(uint8_t *out, size_t count, fi_addr_t *src);
     static ssize_t reject_null_buffer();  // logs why
+    // fi_cq_tagged_entry's layout, stored into the reader's bytes: packed, since nothing
+    // says the reader's buffer is aligned. (Not may_alias: the compiler may then assume,
+    // rightly, that these stores change none of the CQ's own fields.)
+    struct [[gnu::packed]] TaggedEntryAt {
+        void *op_context;
+        uint64_t flags;
+        size_t len;
+        void *buf;
+        uint64_t data;
+        uint64_t tag;
+    };
+    static_assert(sizeof(TaggedEntryAt) == sizeof(fi_cq_tagged_entry));
     // The formats are prefixes of the tagged one; each size a constant, so no call.
     void write_entry(uint8_t *dst, const Completion &c) const {
         switch (entry_size_) {
             case sizeof(fi_cq_tagged_entry): {  // the common case (MPI's): field by field,
                 // so that an inlined push stores what it was given without a copy
-                auto *e = reinterpret_cast<fi_cq_tagged_entry *>(dst);
+                auto *e = reinterpret_cast<TaggedEntryAt *>(dst);
                 e->op_context = c.op_context;
                 e->flags = c.flags;
                 e->len = c.len;

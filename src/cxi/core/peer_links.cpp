@@ -129,13 +129,13 @@ transport::Link *PeerLinks::route(fi_addr_t dest, int &err) {
     const uint64_t gen = av->generation();
     if (dest == last_route_.dest && gen == last_route_.gen && last_route_.link->alive())
         return last_route_.link;
-    transport::Link *link = resolve_route(*av, dest, err);
+    transport::Link *link = resolve_route(av, dest, err);
     if (link) last_route_ = LastRoute{dest, gen, link};
     return link;
 }
 
-transport::Link *PeerLinks::resolve_route(Av &av_ref, fi_addr_t dest, int &err) {
-    Av *av = &av_ref;
+// Through the AV entry and the link it caches.
+transport::Link *PeerLinks::resolve_route(Av *av, fi_addr_t dest, int &err) {
     Av::Entry *e = av->entry(dest);
     if (!e) {
         err = -FI_EINVAL;

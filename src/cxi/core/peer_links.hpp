@@ -101,7 +101,7 @@ class PeerLinks {
     bool listens_on_extra(uint16_t vni) const;
     void poll_extra(transport::PacketSink &sink, unsigned tick);
     void report_news(transport::PortSet &set);
-    transport::Link *resolve_route(Av &av, fi_addr_t dest, int &err);
+    transport::Link *resolve_route(Av *av, fi_addr_t dest, int &err);
     void report_failed(std::vector<transport::Link *> &failed);
 
     PidEngine &engine_;
