@@ -39,6 +39,7 @@ void PeerTable::forget(const Link *link) {
 // progress call from another thread (through a CQ already bound) finds nothing to poll.
 int PortSet::open(const Address &self, const PortOptions &o, PeerTable &peers) {
     std::vector<Entry> opened;
+    shm::ShmRxQueue *ring = nullptr;
     for (const Transport *t : transports()) {
         int err = 0;
         std::unique_ptr<Port> p = t->open(self, o, peers, err);
@@ -54,17 +55,18 @@ int PortSet::open(const Address &self, const PortOptions &o, PeerTable &peers) {
         Port::Signals sig = p->signals();
         opened.push_back(Entry{std::move(p), q, always, sig});
         // The shared-memory transport's queue is its ring (shm_port.cpp): called by type.
-        if (always && t == &shm_transport() && !ring_)
-            ring_ = static_cast<shm::ShmRxQueue *>(q);
-        else if (always)
-            local_.push_back(q);
+        if (always && t == &shm_transport() && !ring) ring = static_cast<shm::ShmRxQueue *>(q);
     }
+    // Only now that every port opened (a failure above returns with nothing kept).
+    ring_ = ring;
     for (Entry &e : opened) {  // a vector's move keeps its elements where they are
-        if (e.always) continue;
-        if (!quiet_)
+        if (e.always) {
+            if (e.queue != ring) local_.push_back(e.queue);
+        } else if (!quiet_) {
             quiet_ = &e;
-        else
+        } else {
             more_quiet_.push_back(&e);
+        }
     }
     more_ = !local_.empty() || !more_quiet_.empty();
     ports_ = std::move(opened);
