@@ -140,11 +140,11 @@ def main():
                + cxi_pkt(DATA, PULLED, vni, a_pid, a_nic, bytes(range(16)),
                          msg_len=8192, eager_len=4096, cookie=0x1001, offset=4096)),
         # 3 ACK
-        b_to_a(rel_hdr(REL_ACK, ACK_VALID, ep_b, 0, ep_a, 20, 276, 0x3)),
+        b_to_a(rel_hdr(REL_ACK, ACK_VALID | 0x6, ep_b, 0, ep_a, 20, 276, 0x3)),  # congested, duplicates
         # 4 PROBE
         a_to_b(rel_hdr(REL_PROBE, 0, ep_a, 0)),
         # 5 DATA + DONE, receiver truncated
-        b_to_a(rel_hdr(REL_DATA, ACK_VALID, ep_b, 14, ep_a, 21, 277)
+        b_to_a(rel_hdr(REL_DATA, ACK_VALID | 0x8, ep_b, 14, ep_a, 21, 277)  # acknowledge at once
                + cxi_pkt(DONE, TRUNC, vni, b_pid, b_nic, cookie=0xC0FFEE, msg_len=4)),
         # 6 DATA + GET_REQ
         b_to_a(rel_hdr(REL_DATA, 0, ep_b, 15)

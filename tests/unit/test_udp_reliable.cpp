@@ -360,6 +360,123 @@ TEST(UdpReliable, ManySendersIntoOneSmallBufferLoseNothing) {
     EXPECT_GT(cuts, 0u) << "the buffer overflowed: the congestion windows should have shrunk";
 }
 
+namespace {
+
+uint64_t elapsed_us(const timespec &since) {
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return uint64_t(now.tv_sec - since.tv_sec) * 1000000 +
+           uint64_t(now.tv_nsec - since.tv_nsec) / 1000;
+}
+
+// Polls only `ep` for `us` microseconds (its peer is paused).
+void poll_alone(UdpEndpoint &ep, PacketSink &sink, uint64_t us) {
+    timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    while (elapsed_us(start) < us)
+        ep.poll(sink, 64);
+}
+
+}  // namespace
+
+// The receiver shares its buffer between the peers sending to it: what it grants each
+// (the window its acknowledgements advertise) shrinks as senders join, to the packets
+// half its socket holds between them, and is the whole window again once one is left.
+TEST(UdpReliable, TheReceiverSharesItsBufferBetweenItsSenders) {
+    constexpr int kSenders = 16;
+    UdpConfig rc;
+    int err = 0;
+    auto recv = UdpEndpoint::open(kIpA, 0, rc, err);
+    ASSERT_TRUE(recv) << err;
+    EXPECT_EQ(recv->grant(), rc.window) << "alone, a sender may use the whole window";
+    std::vector<std::unique_ptr<UdpEndpoint>> senders;
+    std::vector<Channel *> links;
+    for (int i = 0; i < kSenders; i++) {
+        senders.push_back(UdpEndpoint::open(kIpB, 0, UdpConfig{}, err));
+        ASSERT_TRUE(senders.back()) << err;
+        links.push_back(senders.back()->link_to(kIpA, recv->socket().port()));
+    }
+    CheckingSink ignore;
+    struct PerLink : PacketSink {
+        std::map<Link *, CheckingSink> by_link;
+        bool deliver(const uint8_t *, size_t) override { return false; }
+        bool deliver_from(const uint8_t *pkt, size_t len, Link &from) override {
+            return by_link[&from].deliver(pkt, len);
+        }
+    } sink;
+    std::vector<uint64_t> sent(kSenders, 0);
+    auto send_from = [&](int i, int count) {
+        for (int k = 0; k < count; k++) {
+            uint64_t n = sent[i];
+            if (!links[i]->send(&n, sizeof(n), nullptr, 0, true)) break;
+            sent[i]++;
+        }
+        links[i]->flush();
+        senders[i]->poll(ignore, 64);
+    };
+    timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    uint32_t shared = rc.window;
+    while (elapsed_us(start) < 20000) {  // all of them send for 20 ms
+        for (int i = 0; i < kSenders; i++)
+            send_from(i, 4);
+        recv->poll(sink, 64);
+        shared = std::min(shared, recv->grant());
+    }
+    EXPECT_LT(shared, rc.window);
+    EXPECT_GE(shared, 4u);
+    EXPECT_LE(uint64_t(shared) * kSenders * (rc.max_datagram + 64), recv->socket().receive_buffer())
+        << "the grants together must fit the socket's buffer";
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    while (elapsed_us(start) < 20000) {  // then only the first
+        send_from(0, 4);
+        recv->poll(sink, 64);
+        for (int i = 1; i < kSenders; i++)
+            senders[i]->poll(ignore, 64);
+    }
+    EXPECT_EQ(recv->grant(), rc.window);
+    for (int i = 0; i < kSenders; i++)
+        EXPECT_TRUE(links[i]->alive()) << links[i]->describe();
+    for (auto &[link, check] : sink.by_link)
+        EXPECT_EQ(check.bad, 0u);
+}
+
+// A channel with no round-trip sample yet (its first packets all timed out and were
+// resent, so no acknowledgement can be timed) keeps the first-contact timer. From the
+// timer's floor (50 us) it resent everything every few tens of microseconds while a
+// receiver serving many peers caught up, and never got a sample.
+TEST(UdpReliable, WithoutARoundTripSampleTheTimerStaysAtFirstContact) {
+    UdpConfig c;
+    Pair p(c, c);
+    ASSERT_TRUE(p.a && p.b);
+    Channel *ab = p.a->link_to(kIpB, p.port_b());
+    CheckingSink sa, sb;
+    uint64_t n = 0;
+    auto send_some = [&](int count) {
+        for (int i = 0; i < count; i++, n++)
+            ASSERT_TRUE(ab->send(&n, sizeof(n), nullptr, 0, i + 1 < count));
+    };
+    send_some(8);
+    poll_alone(*p.a, sa, 3000);  // b is slow to start: the first timer (2 ms) fires
+    ASSERT_GT(p.a->stats().retransmits, 0u);
+    for (int k = 0; k < 1000000 && !ab->acked(ab->last_token()); k++) {
+        p.b->poll(sb, 64);
+        p.a->poll(sa, 64);
+    }
+    ASSERT_TRUE(ab->acked(ab->last_token()));
+    send_some(8);
+    uint64_t before = p.a->stats().retransmits;
+    poll_alone(*p.a, sa, 1000);  // b pauses again, for less than the first-contact timer
+    EXPECT_EQ(p.a->stats().retransmits, before) << ab->describe();
+    for (int k = 0; k < 1000000 && !ab->acked(ab->last_token()); k++) {
+        p.b->poll(sb, 64);
+        p.a->poll(sa, 64);
+    }
+    EXPECT_TRUE(ab->acked(ab->last_token()));
+    EXPECT_EQ(n, sb.next);
+    EXPECT_EQ(0u, sb.bad);
+}
+
 // A peer may say a packet arrived (selectively) and then acknowledge only up to it: its
 // last acknowledgement was lost, or it answered from inside a delivery. The sender's
 // timeout must still resend that packet; trusting the selective acknowledgement left

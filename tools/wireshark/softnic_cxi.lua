@@ -39,6 +39,9 @@ local REL_DATA, REL_ACK, REL_PROBE = 1, 2, 3
 local CXI_MSG, CXI_DATA, CXI_GET_REQ, CXI_DONE, CXI_COLL_SMALL = 1, 2, 3, 4, 12
 
 local REL_F_ACK_VALID = 0x0001
+local REL_F_CONGESTED = 0x0002
+local REL_F_DUPLICATE = 0x0004
+local REL_F_ACK_NOW   = 0x0008
 
 local CXI_F_TAGGED  = 0x0001
 local CXI_F_CQ_DATA = 0x0002
@@ -68,8 +71,14 @@ local rf = {
     flags       = ProtoField.uint16("softnic.flags", "Flags", base.HEX),
     f_ack_valid = ProtoField.bool("softnic.flags.ack_valid", "ACK_VALID", 16,
                                   { "ack fields valid", "ack fields not valid" }, REL_F_ACK_VALID),
+    f_congested = ProtoField.bool("softnic.flags.congested", "CONGESTED (sender's receive queue ran deep)",
+                                  16, nil, REL_F_CONGESTED),
+    f_duplicate = ProtoField.bool("softnic.flags.duplicate", "DUPLICATE (sender received duplicates)",
+                                  16, nil, REL_F_DUPLICATE),
+    f_ack_now   = ProtoField.bool("softnic.flags.ack_now", "ACK_NOW (acknowledge at once)", 16, nil,
+                                  REL_F_ACK_NOW),
     f_reserved  = ProtoField.uint16("softnic.flags.reserved", "Reserved flag bits", base.HEX,
-                                    nil, 0xfffe),
+                                    nil, 0xfff0),
     reserved1   = ProtoField.uint16("softnic.reserved1", "Reserved", base.HEX),
     epoch       = ProtoField.uint32("softnic.epoch", "Epoch", base.HEX),
     seq         = ProtoField.uint32("softnic.seq", "Sequence", base.DEC),
@@ -85,7 +94,8 @@ local rf = {
     dst_pid     = ProtoField.uint16("softnic.port.dst_pid", "Destination port PID", base.DEC),
 }
 p_rel.fields = {
-    rf.magic, rf.version, rf.type, rf.flags, rf.f_ack_valid, rf.f_reserved, rf.reserved1,
+    rf.magic, rf.version, rf.type, rf.flags, rf.f_ack_valid, rf.f_congested, rf.f_duplicate,
+    rf.f_ack_now, rf.f_reserved, rf.reserved1,
     rf.epoch, rf.seq, rf.ack_epoch, rf.ack, rf.window, rf.realm, rf.sack, rf.sack_seq,
     rf.src_vni16, rf.src_pid, rf.dst_vni16, rf.dst_pid,
 }
@@ -374,6 +384,9 @@ local function dissect_body(tvb, pinfo, tree)
     local fi = t:add_le(rf.flags, tvb(4, 2))
     if ack_ok then fi:append_text(" (ACK_VALID)") end
     fi:add_le(rf.f_ack_valid, tvb(4, 2))
+    fi:add_le(rf.f_congested, tvb(4, 2))
+    fi:add_le(rf.f_duplicate, tvb(4, 2))
+    fi:add_le(rf.f_ack_now, tvb(4, 2))
     fi:add_le(rf.f_reserved, tvb(4, 2))
 
     t:add_le(rf.reserved1, tvb(6, 2))

@@ -26,7 +26,8 @@ Channel::Channel(UdpEndpoint &ep, const sockaddr_in &peer, uint32_t epoch)
     : ep_(ep),
       peer_(peer),
       epoch_(epoch),
-      peer_limit_(ep.config().window),
+      // Until the peer grants its window, no more than the first congestion window.
+      peer_limit_(std::min(ep.config().window, CongestionWindow::kInitial)),
       tx_(kInitialSlots, ep.config().window),
       cwnd_(ep.config().window),
       rto_ns_(std::min<uint64_t>(kInitialRtoNs, uint64_t(ep.config().rto_max_us) * 1000)),
@@ -56,7 +57,9 @@ void Channel::fill_ack(RelHdr &h) {
     mark_ = dup_seen_ = false;
     h.ack_epoch = peer_epoch_;
     h.ack = uint32_t(rcv_next_);
-    h.window = uint32_t(deliv_next_ + rx_window_);
+    // What the peer may send is our share of the receive buffer (UdpEndpoint::grant()),
+    // not the reorder room: many senders together cannot overflow the socket.
+    h.window = uint32_t(deliv_next_ + ep_.grant());
     if (rx_high_ <= rcv_next_ + 1) return;  // nothing out of order
     uint64_t end = std::min({deliv_next_ + rx_.size(), rcv_next_ + 65, rx_high_});
     for (uint64_t s = rcv_next_ + 1; s < end; s++)
@@ -103,6 +106,10 @@ bool Channel::enqueue(const void *hdr, size_t hdr_len, const iovec *iov, size_t 
     h.epoch = epoch_;
     h.seq = uint32_t(next_seq_);
     fill_ack(h);
+    // The last packet the windows allow asks for its acknowledgement at once: a receiver
+    // that acknowledges every few packets would otherwise leave a small window waiting
+    // for its timer.
+    if (in_flight + 1 >= cwnd_.packets() || next_seq_ + 1 >= peer_limit_) h.flags |= kRelAckNow;
     uint8_t *p = s.buf.get();
     std::memcpy(p, &h, sizeof(h));
     std::memcpy(p + sizeof(h), hdr, hdr_len);
@@ -157,6 +164,8 @@ void Channel::on_datagram(const RelHdr &h, const uint8_t *body, size_t len, Pack
     }
     switch (RelType(h.type)) {
         case RelType::kData:
+            last_data_ns_ = now;
+            ep_.saw_data(now);
             on_data(h, body, len, sink);
             break;
         case RelType::kProbe:
@@ -203,17 +212,20 @@ void Channel::release_acked(uint64_t upto, uint64_t now) {
     bool clean = upto - una_ <= 32;
     for (uint64_t s = una_; clean && s < upto; s++)
         clean = tx(s).tries == 1 && !tx(s).sacked;
-    // A fresh sample sets the timer from the estimate. Without one: congested, a timeout's
-    // backing off holds, fully when the peer said it received duplicates (our resends were
-    // needless: it is slow, not lossy), else up to four times the estimate (a tail loss,
-    // which only the timer repairs, must not wait for a long backed-off timer); not
-    // congested, any progress undoes it, so that the peer's timer toward us stays near
-    // ours (a closing endpoint lingers by ours).
+    // A fresh sample sets the timer from the estimate. Without one, a timeout's backing
+    // off holds while the peer says it received duplicates (our resends were needless:
+    // it is slow, not lossy: a receiver serving many senders, a sender serving many
+    // receivers in turn); congested, up to four times the estimate (a tail loss, which
+    // only the timer repairs, must not wait for a long backed-off timer); otherwise any
+    // progress undoes it, so that the peer's timer toward us stays near ours (a closing
+    // endpoint lingers by ours).
     if (clean)
         take_rtt_sample(now - tx(upto - 1).sent_ns);
+    else if (needless_)
+        ;
     else if (!congested(now))
         rto_ns_ = rto_from_estimate();
-    else if (!needless_)
+    else
         rto_ns_ = std::min(rto_ns_, 4 * rto_from_estimate());
     for (uint64_t s = una_; s < upto; s++) {
         TxSlot &t = tx(s);
@@ -253,6 +265,10 @@ void Channel::take_rtt_sample(uint64_t sample) {
 // about one round trip more, as on the hardware.
 uint64_t Channel::rto_from_estimate() const {
     const UdpConfig &cfg = ep_.config();
+    // No sample yet (every packet so far was resent, or acknowledged with others in a
+    // long run): the first-contact timer, not the floor. From the floor, timeouts resent
+    // everything again and again, and a resent packet never gives a sample.
+    if (!srtt_ns_) return std::min<uint64_t>(kInitialRtoNs, uint64_t(cfg.rto_max_us) * 1000);
     uint64_t floor = std::max<uint64_t>(uint64_t(cfg.rto_min_us) * 1000, 3 * min_rtt_ns_);
     return std::clamp<uint64_t>(srtt_ns_ + 4 * rttvar_ns_, floor,
                                 std::max<uint64_t>(floor, uint64_t(cfg.rto_max_us) * 1000));
@@ -262,8 +278,8 @@ void Channel::retransmit(uint64_t seq, uint64_t now) {
     TxSlot &t = tx(seq);
     RelHdr h;
     std::memcpy(&h, t.buf.get(), sizeof(h));
-    h.flags = 0;
-    fill_ack(h);  // the freshest acknowledgement rides along
+    h.flags = kRelAckNow;  // a repair is acknowledged at once
+    fill_ack(h);           // the freshest acknowledgement rides along
     std::memcpy(t.buf.get(), &h, sizeof(h));
     t.sent_ns = now;
     if (t.tries < 255) t.tries++;
@@ -432,6 +448,7 @@ void Channel::on_data(const RelHdr &h, const uint8_t *body, size_t len, PacketSi
     if (ep_.closing()) return;  // not acknowledged: the sender learns it was not taken
     uint64_t s = deliv_next_ + uint64_t(d);
     heard_ = true;
+    if (h.flags & kRelAckNow) ack_urgent_ = true;
     if (s == deliv_next_ && !backlogged_ && sink.deliver_from(body, len, *this)) {
         deliv_next_++;
         rcv_next_ = std::max(rcv_next_, deliv_next_);

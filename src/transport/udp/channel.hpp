@@ -48,6 +48,7 @@ class Channel final : public Link {
     State state() const { return state_; }
     bool heard_from_peer() const { return heard_; }
     uint64_t last_heard_ns() const { return last_heard_ns_; }
+    uint64_t last_data_ns() const { return last_data_ns_; }
     const sockaddr_in &peer() const { return peer_; }
 
     // Called by the endpoint for each datagram from this peer. `body` follows the header.
@@ -137,7 +138,8 @@ class Channel final : public Link {
     uint32_t peer_epoch_ = 0;
     uint64_t deliv_next_ = 0, rcv_next_ = 0, rx_high_ = 0;
     SeqRing<RxSlot> rx_;
-    uint32_t rx_window_;  // packets past the next to deliver the peer may send
+    uint32_t rx_window_;         // packets past the next to deliver we accept (the reorder room)
+    uint64_t last_data_ns_ = 0;  // the peer's latest data packet
     bool backlogged_ = false, ack_urgent_ = false, mark_ = false, dup_seen_ = false;
     unsigned rx_unacked_ = 0;
     RelHdr ack_buf_{};  // a queued ACK / PROBE lives here until the socket flushes

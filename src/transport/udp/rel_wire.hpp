@@ -27,6 +27,7 @@ enum RelFlags : uint16_t {
     kRelAckValid = 1 << 0,   // ack_epoch / ack / window / sack are meaningful
     kRelCongested = 1 << 1,  // the sender's receive queue ran deep lately: slow down
     kRelDuplicate = 1 << 2,  // the sender received a duplicate since its last ack
+    kRelAckNow = 1 << 3,     // kData: the sender's window is full: acknowledge at once
 };
 
 struct RelHdr {

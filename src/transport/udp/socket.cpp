@@ -110,6 +110,13 @@ int UdpSocket::open(uint32_t ip, uint16_t port, int buffer_bytes, bool offload) 
     return 0;
 }
 
+size_t UdpSocket::receive_buffer() const {
+    int size = 0;
+    socklen_t len = sizeof(size);
+    if (fd_ < 0 || getsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &size, &len) != 0 || size < 0) return 0;
+    return size_t(size);
+}
+
 uint16_t UdpSocket::port() const {
     sockaddr_in a{};
     socklen_t len = sizeof(a);

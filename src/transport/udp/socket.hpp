@@ -75,6 +75,8 @@ class UdpSocket {
     bool segmenting() const { return gso_; }
     bool coalescing() const { return gro_; }
     int fd() const { return fd_; }
+    // The receive buffer's size in bytes, as the kernel accounts it (twice what was set).
+    size_t receive_buffer() const;
     // The bound port (host order): the kernel's choice when opened with port 0.
     uint16_t port() const;
     void set_faults(const FaultConfig &c);

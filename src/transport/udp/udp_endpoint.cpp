@@ -2,6 +2,7 @@
 #include "transport/udp/udp_endpoint.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <ctime>
 
@@ -32,7 +33,7 @@ uint32_t next_epoch() {
     return e;
 }
 
-UdpEndpoint::UdpEndpoint(const UdpConfig &cfg) : cfg_(cfg) {}
+UdpEndpoint::UdpEndpoint(const UdpConfig &cfg) : cfg_(cfg), grant_(cfg.window) {}
 
 UdpEndpoint::~UdpEndpoint() = default;
 
@@ -46,6 +47,12 @@ std::unique_ptr<UdpEndpoint> UdpEndpoint::open(uint32_t ip, uint16_t port, const
     ep->batch_ =
         std::make_unique<RecvBatch>(big ? 16 : 64, cfg.max_datagram, ep->sock_.coalescing());
     ep->sock_.set_faults(cfg.faults);
+    // A full datagram costs the socket its slab-rounded buffer and the packet's
+    // bookkeeping; half the buffer is shared, the rest absorbs what was granted before.
+    size_t cost = std::bit_ceil(cfg.max_datagram + 64) + 512;
+    size_t buffer = ep->sock_.receive_buffer();
+    if (!buffer) buffer = size_t(std::max(cfg.socket_buffer, 0));
+    ep->buffer_packets_ = uint32_t(std::min<size_t>(buffer / 2 / cost, 1u << 20));
     return ep;
 }
 
@@ -131,6 +138,7 @@ size_t UdpEndpoint::poll(PacketSink &sink, size_t) {
     for (size_t i = 0; i < n; i++)
         dispatch(b.data(i), b.len(i), b.from(i), sink);
     if (n && sock_.take_pressure()) signal_congestion();
+    if (n && last_data_ns_ >= share_due_ns_) share_buffer(last_data_ns_);
     for (const sockaddr_in &a : refused_)  // nobody listens there (any more)
         if (Channel *c = lookup(a, false)) c->fail(Channel::State::kRefused);
     refused_.clear();
@@ -156,14 +164,17 @@ size_t UdpEndpoint::poll(PacketSink &sink, size_t) {
     return n;
 }
 
-// Acknowledge at once after a gap or duplicate, every kAckEvery packets, and whenever
+// Acknowledge at once after a gap, a duplicate or a packet that asks for it (the
+// sender's window is full), every kAckEvery packets (fewer when grants are small), and whenever
 // the socket runs dry (so a lone message is acknowledged without waiting); a reply
 // sent in between carries the acknowledgement for free.
 void UdpEndpoint::flush_acks(bool idle) {
+    // At least twice per grant: a sender whose grant is small keeps sending.
+    const unsigned ack_every = std::clamp(grant_ / 2, 1u, kAckEvery);
     for (size_t i = 0; i < ack_list_.size();) {
         Channel *c = ack_list_[i];
         bool owed = c->alive() && (c->rx_unacked() || c->ack_urgent());
-        if (owed && (idle || c->ack_urgent() || c->rx_unacked() >= kAckEvery)) {
+        if (owed && (idle || c->ack_urgent() || c->rx_unacked() >= ack_every)) {
             c->send_ack();
             owed = false;
         }
@@ -217,6 +228,23 @@ void UdpEndpoint::signal_congestion() {
     const uint64_t now = now_ns(), recent = 10000000;  // heard from in the last 10 ms
     for (auto &c : all_)
         if (c->alive() && now - c->last_heard_ns() < recent) c->mark_congested();
+}
+
+// Every millisecond of incoming data: the receive buffer is shared between the peers
+// that sent data in the last few milliseconds, as a switch's buffer is shared between
+// its input ports, or a receiver's credits between its senders. A lone sender keeps the
+// whole window; 32 of them toward one receiver together fit its socket instead of
+// overflowing it and losing packets to timeouts. A grant that shrinks takes effect as the
+// peer's earlier grant is used up (a limit once advertised is never taken back).
+void UdpEndpoint::share_buffer(uint64_t now) {
+    constexpr uint64_t kPeriodNs = 1000000, kRecentNs = 5000000;
+    constexpr uint32_t kMinGrant = 4;
+    share_due_ns_ = now + kPeriodNs;
+    uint32_t senders = 0;
+    for (auto &c : all_)
+        senders += c->alive() && now - c->last_data_ns() < kRecentNs;
+    uint32_t share = senders > 1 ? buffer_packets_ / senders : cfg_.window;
+    grant_ = std::clamp(share, std::min(kMinGrant, cfg_.window), cfg_.window);
 }
 
 void UdpEndpoint::run_timers(uint64_t now) {

@@ -82,6 +82,10 @@ class UdpEndpoint final : public RxQueue {
     void count_duplicate() { stats_.duplicates++; }
     void count_retransmit() { stats_.retransmits++; }
     void count_congestion() { stats_.congestion++; }
+    // The packets each peer may have in flight toward us: the receive buffer shared
+    // between the peers that sent data lately, at most the configured window.
+    uint32_t grant() const { return grant_; }
+    void saw_data(uint64_t now) { last_data_ns_ = now; }
 
   private:
     explicit UdpEndpoint(const UdpConfig &cfg);
@@ -91,6 +95,7 @@ class UdpEndpoint final : public RxQueue {
     void run_timers(uint64_t now);
     void flush_acks(bool idle);
     void signal_congestion();
+    void share_buffer(uint64_t now);
 
     UdpConfig cfg_;
     UdpSocket sock_;
@@ -103,6 +108,9 @@ class UdpEndpoint final : public RxQueue {
     std::atomic<bool> active_{false};
     std::atomic<bool> busy_hint_{false};
     unsigned idle_polls_ = 0;
+    uint32_t grant_;               // see grant()
+    uint32_t buffer_packets_ = 0;  // full-sized datagrams half the receive buffer holds
+    uint64_t last_data_ns_ = 0, share_due_ns_ = 0;
     bool closing_ = false;
     Channel *last_ = nullptr;  // the peer of the previous datagram
     UdpStats stats_;
