@@ -44,6 +44,15 @@ struct CheckingSink : PacketSink {
     }
 };
 
+// Checks each sender's packets apart (many senders toward one receiver).
+struct PerLink : PacketSink {
+    std::map<Link *, CheckingSink> by_link;
+    bool deliver(const uint8_t *, size_t) override { return false; }
+    bool deliver_from(const uint8_t *pkt, size_t len, Link &from) override {
+        return by_link[&from].deliver(pkt, len);
+    }
+};
+
 size_t packet_size(uint64_t n, size_t max) {
     return 8 + (n * 7919) % (max - 8);
 }
@@ -307,13 +316,7 @@ TEST(UdpReliable, ManySendersIntoOneSmallBufferLoseNothing) {
     int err = 0;
     auto recv = UdpEndpoint::open(kIpA, 0, rc, err);
     ASSERT_TRUE(recv) << err;
-    struct PerLink : PacketSink {
-        std::map<Link *, CheckingSink> by_link;
-        bool deliver(const uint8_t *, size_t) override { return false; }
-        bool deliver_from(const uint8_t *pkt, size_t len, Link &from) override {
-            return by_link[&from].deliver(pkt, len);
-        }
-    } sink;
+    PerLink sink;
     std::vector<std::unique_ptr<UdpEndpoint>> senders;
     std::vector<Channel *> links;
     std::vector<uint64_t> sent(kSenders, 0);
@@ -397,13 +400,7 @@ TEST(UdpReliable, TheReceiverSharesItsBufferBetweenItsSenders) {
         links.push_back(senders.back()->link_to(kIpA, recv->socket().port()));
     }
     CheckingSink ignore;
-    struct PerLink : PacketSink {
-        std::map<Link *, CheckingSink> by_link;
-        bool deliver(const uint8_t *, size_t) override { return false; }
-        bool deliver_from(const uint8_t *pkt, size_t len, Link &from) override {
-            return by_link[&from].deliver(pkt, len);
-        }
-    } sink;
+    PerLink sink;
     std::vector<uint64_t> sent(kSenders, 0);
     auto send_from = [&](int i, int count) {
         for (int k = 0; k < count; k++) {
