@@ -164,6 +164,8 @@ void Channel::on_datagram(const RelHdr &h, const uint8_t *body, size_t len, Pack
     }
     switch (RelType(h.type)) {
         case RelType::kData:
+            // A peer that starts sending is counted before the first grant it hears.
+            if (now - last_data_ns_ >= UdpEndpoint::kSendingNs) ep_.sender_joined();
             last_data_ns_ = now;
             ep_.saw_data(now);
             on_data(h, body, len, sink);

@@ -86,6 +86,9 @@ class UdpEndpoint final : public RxQueue {
     // between the peers that sent data lately, at most the configured window.
     uint32_t grant() const { return grant_; }
     void saw_data(uint64_t now) { last_data_ns_ = now; }
+    void sender_joined() { share_due_ns_ = 0; }  // shared again after this poll's packets
+    // A peer counts as sending while its latest data packet is this recent.
+    static constexpr uint64_t kSendingNs = 5000000;
 
   private:
     explicit UdpEndpoint(const UdpConfig &cfg);
