@@ -110,6 +110,29 @@ void exchange(Pair &p, uint64_t count, CheckingSink &sa, CheckingSink &sb, size_
     EXPECT_EQ(sb.next, count);
 }
 
+uint64_t elapsed_us(const timespec &since) {
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return uint64_t(now.tv_sec - since.tv_sec) * 1000000 +
+           uint64_t(now.tv_nsec - since.tv_nsec) / 1000;
+}
+
+// Polls only `ep` for `us` microseconds (its peer is paused).
+void poll_alone(UdpEndpoint &ep, PacketSink &sink, uint64_t us) {
+    timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    while (elapsed_us(start) < us)
+        ep.poll(sink, 64);
+}
+
+// Polls both ends until what `ab` sent is acknowledged, for at most `spins` rounds.
+void settle(Pair &p, Channel *ab, PacketSink &sa, PacketSink &sb, int spins = 1000000) {
+    for (int k = 0; k < spins && !ab->acked(ab->last_token()); k++) {
+        p.b->poll(sb, 64);
+        p.a->poll(sa, 64);
+    }
+}
+
 UdpConfig faulty(const char *spec, size_t max_datagram) {
     UdpConfig c;
     c.max_datagram = max_datagram;
@@ -243,25 +266,14 @@ TEST(UdpReliable, PausedPeerDrawsABoundedNumberOfRetransmissions) {
     };
     for (int i = 0; i < 20; i++) {  // round trips measured while b answers
         send_one();
-        for (int k = 0; k < 100000 && !ab->acked(ab->last_token()); k++) {
-            p.b->poll(sb, 64);
-            p.a->poll(sa, 64);
-        }
+        settle(p, ab, sa, sb, 100000);
     }
     for (int i = 0; i < 10; i++)
         send_one();
     uint64_t before = p.a->stats().retransmits;
-    timespec start, now;
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    do {  // b is paused: only a runs
-        p.a->poll(sa, 64);
-        clock_gettime(CLOCK_MONOTONIC, &now);
-    } while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 < 200);
+    poll_alone(*p.a, sa, 200000);  // b is paused: only a runs
     uint64_t resent = p.a->stats().retransmits - before;
-    for (int k = 0; k < 1000000 && !ab->acked(ab->last_token()); k++) {  // b resumes
-        p.b->poll(sb, 64);
-        p.a->poll(sa, 64);
-    }
+    settle(p, ab, sa, sb);  // b resumes
     EXPECT_TRUE(ab->acked(ab->last_token()));
     EXPECT_TRUE(ab->alive());
     EXPECT_EQ(n, sb.next);
@@ -363,25 +375,6 @@ TEST(UdpReliable, ManySendersIntoOneSmallBufferLoseNothing) {
     EXPECT_GT(cuts, 0u) << "the buffer overflowed: the congestion windows should have shrunk";
 }
 
-namespace {
-
-uint64_t elapsed_us(const timespec &since) {
-    timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return uint64_t(now.tv_sec - since.tv_sec) * 1000000 +
-           uint64_t(now.tv_nsec - since.tv_nsec) / 1000;
-}
-
-// Polls only `ep` for `us` microseconds (its peer is paused).
-void poll_alone(UdpEndpoint &ep, PacketSink &sink, uint64_t us) {
-    timespec start;
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    while (elapsed_us(start) < us)
-        ep.poll(sink, 64);
-}
-
-}  // namespace
-
 // The receiver shares its buffer between the peers sending to it: what it grants each
 // (the window its acknowledgements advertise) shrinks as senders join, to the packets
 // half its socket holds between them, and is the whole window again once one is left.
@@ -456,19 +449,13 @@ TEST(UdpReliable, WithoutARoundTripSampleTheTimerStaysAtFirstContact) {
     send_some(8);
     poll_alone(*p.a, sa, 3000);  // b is slow to start: the first timer (2 ms) fires
     ASSERT_GT(p.a->stats().retransmits, 0u);
-    for (int k = 0; k < 1000000 && !ab->acked(ab->last_token()); k++) {
-        p.b->poll(sb, 64);
-        p.a->poll(sa, 64);
-    }
+    settle(p, ab, sa, sb);
     ASSERT_TRUE(ab->acked(ab->last_token()));
     send_some(8);
     uint64_t before = p.a->stats().retransmits;
     poll_alone(*p.a, sa, 1000);  // b pauses again, for less than the first-contact timer
     EXPECT_EQ(p.a->stats().retransmits, before) << ab->describe();
-    for (int k = 0; k < 1000000 && !ab->acked(ab->last_token()); k++) {
-        p.b->poll(sb, 64);
-        p.a->poll(sa, 64);
-    }
+    settle(p, ab, sa, sb);
     EXPECT_TRUE(ab->acked(ab->last_token()));
     EXPECT_EQ(n, sb.next);
     EXPECT_EQ(0u, sb.bad);
