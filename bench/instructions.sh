@@ -11,6 +11,8 @@
 # completion read and the receive's repost. Per message and phase: instructions (Ir),
 # conditional branches (Bc), indirect calls and jumps (Bi: virtual dispatch and
 # libfabric's ops tables) and locked instructions (Ge: atomics and lock prefixes).
+# Each build at two threading levels: FI_THREAD_SAFE and FI_THREAD_DOMAIN (what Open
+# MPI asks for without MPI_THREAD_MULTIPLE), where a provider may take no lock.
 # BUILD=<dir>: the plugins of that build; ITERS (default 10000) messages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,12 +25,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cc -O2 -std=gnu11 -Wall -Wextra -o "$work/msg_instructions" bench/msg_instructions.c -lfabric
 
-# count LABEL PROVIDER PLUGIN_DIR: one table row per phase and a total.
+# count LABEL PROVIDER PLUGIN_DIR THREADING: one table row per phase and a total.
 count() {
-    local label=$1 prov=$2 dir=$3 out
+    local label="$1, $4" prov=$2 dir=$3 threading=$4 out
     out=$(mktemp -p "$work" cg.XXXX)
     FI_PROVIDER_PATH=$dir valgrind --tool=callgrind --collect-bus=yes --branch-sim=yes \
-        --callgrind-out-file="$out" "$work/msg_instructions" "$prov" "$ITERS" \
+        --callgrind-out-file="$out" "$work/msg_instructions" "$prov" "$ITERS" "$threading" \
         2>/dev/null | sed "s/^/    /" >&2
     callgrind_annotate --threshold=100 --inclusive=yes "$out" 2>/dev/null | awk -v n="$ITERS" -v l="$label" '
         /Events recorded:/ { for (i = 3; i <= NF; i++) col[$i] = i - 2 }
@@ -59,6 +61,8 @@ echo "Per 8-byte tagged message, $ITERS messages after 1000 of warm-up (bench/ms
 echo
 echo "| build | phase | instructions | branches | indirect | locked |"
 echo "|---|---|---|---|---|---|"
-count cxi cxi "$FI_PROVIDER_PATH"
-if [ -n "$OLD" ]; then count "cxi, $OLD" cxi "$OLD/lib"; fi
-count shm shm "$FI_PROVIDER_PATH"
+for threading in safe domain; do
+    count cxi cxi "$FI_PROVIDER_PATH" $threading
+    if [ -n "$OLD" ]; then count "cxi, $OLD" cxi "$OLD/lib" $threading; fi
+    count shm shm "$FI_PROVIDER_PATH" $threading
+done

@@ -93,7 +93,7 @@ __attribute__((noinline)) void msg_repost(void) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s PROVIDER [ITERATIONS]\n", argv[0]);
+        fprintf(stderr, "usage: %s PROVIDER [ITERATIONS [safe|domain]]\n", argv[0]);
         return 2;
     }
     long iters = argc > 2 ? atol(argv[2]) : 10000;
@@ -103,6 +103,10 @@ int main(int argc, char **argv) {
     hints->caps = FI_TAGGED | FI_MSG;
     hints->mode = FI_CONTEXT | FI_CONTEXT2;
     hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+    /* The threading level the application asks for (Open MPI asks FI_THREAD_DOMAIN
+       unless MPI_THREAD_MULTIPLE): a provider may take no lock under it. */
+    hints->domain_attr->threading =
+        argc > 3 && !strcmp(argv[3], "domain") ? FI_THREAD_DOMAIN : FI_THREAD_SAFE;
     CHECK(fi_getinfo(FI_VERSION(1, 15), NULL, NULL, 0, hints, &info));
     struct fid_fabric *fab;
     struct fid_domain *dom;

@@ -26,6 +26,9 @@ class Cntr {
 
     fid_cntr *fid() { return &handle_.fid; }
     ProgressList &progress() { return progress_; }
+    // As Cq::serialise_by: the values stay atomic, the endpoint list's lock goes.
+    void serialise_by(DomainSerial *s) { progress_.serialise_by(s); }
+    DomainSerial *serial() const { return progress_.serial(); }
     RefCount &refs() { return refs_; }
     bool counts_bytes() const { return events_ == 1; }
 

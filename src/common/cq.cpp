@@ -50,11 +50,13 @@ Cq *cq_of(fid_cq *f) {
     return owner_of<Cq>(f);
 }
 
+template <bool kSerial>
 ssize_t op_read(fid_cq *f, void *buf, size_t n) {
-    return guarded([&] { return cq_of(f)->read(buf, n, nullptr); });
+    return guarded([&] { return cq_of(f)->read<kSerial>(buf, n, nullptr); });
 }
+template <bool kSerial>
 ssize_t op_readfrom(fid_cq *f, void *buf, size_t n, fi_addr_t *src) {
-    return guarded([&] { return cq_of(f)->read(buf, n, src); });
+    return guarded([&] { return cq_of(f)->read<kSerial>(buf, n, src); });
 }
 ssize_t op_readerr(fid_cq *f, fi_cq_err_entry *e, uint64_t flags) {
     return guarded([&] { return cq_of(f)->readerr(e, flags); });
@@ -72,10 +74,13 @@ const char *op_strerror(fid_cq *f, int prov_errno, const void *err_data, char *b
     return cq_of(f)->strerror(prov_errno, err_data, buf, len);
 }
 
-fi_ops_cq cq_ops = {
-    sizeof(fi_ops_cq), op_read,      op_readfrom, op_readerr,
-    op_sread,          op_sreadfrom, op_signal,   op_strerror,
-};
+template <bool kSerial>
+constexpr fi_ops_cq make_cq_ops() {
+    return {sizeof(fi_ops_cq), op_read<kSerial>, op_readfrom<kSerial>, op_readerr, op_sread,
+            op_sreadfrom,      op_signal,        op_strerror};
+}
+fi_ops_cq cq_ops = make_cq_ops<false>();
+fi_ops_cq cq_serial_ops = make_cq_ops<true>();
 
 int cq_close(fid *f) {
     Cq *cq = owner_of_fid<Cq, fid_cq>(f);
@@ -153,13 +158,22 @@ void Cq::push_queued(const Completion &c) {
     if (wait_) wait_->signal();
 }
 
+// Every push comes from a provider's engine, under its own lock (in a serialised domain,
+// the domain's): nested.
 void Cq::push_locked(const Completion &c) {
-    SpinGuard g(lock_);
-    if (count_ > mask_) [[unlikely]]  // rare: grow rather than lose a completion
-        grow();
-    ring_[(head_ + count_) & mask_] = c;  // a power of two: wrapped by a mask
-    count_++;
-    add_pending(1);
+    lock_.nested([&] {
+        if (count_ > mask_) [[unlikely]]  // rare: grow rather than lose a completion
+            grow();
+        ring_[(head_ + count_) & mask_] = c;  // a power of two: wrapped by a mask
+        count_++;
+        add_pending(1);
+    });
+}
+
+void Cq::serialise_by(DomainSerial *s) {
+    lock_.serialise_by(s);
+    progress_.serialise_by(s);
+    handle_.fid.ops = s ? &cq_serial_ops : &cq_ops;
 }
 
 [[gnu::noinline]] void Cq::grow() {
@@ -172,14 +186,13 @@ void Cq::push_locked(const Completion &c) {
 }
 
 void Cq::push_error(const ErrorCompletion &e) {
-    {
-        SpinGuard g(lock_);
+    lock_.nested([&] {
         errors_.push_back(e);
 #if FI_MAJOR_VERSION >= 2
         errors_.back().entry.src_addr = e.src;
 #endif
         add_pending(1);
-    }
+    });
     wake();
 }
 
@@ -198,22 +211,25 @@ ssize_t Cq::reject_null_buffer() {
 // Progress first: what it completes while nothing older is queued lands in the reader's
 // buffer (push_direct). Out of line, so that a read of queued entries saves no more
 // registers than it uses.
+template <bool kSerial>
 [[gnu::noinline]] ssize_t Cq::progress_and_read(uint8_t *out, size_t count, fi_addr_t *src) {
     if (skipped_.load(std::memory_order_relaxed)) skipped_.store(0, std::memory_order_relaxed);
     CqDirectRead d{this, out, src, count, 0};
     {
         ReaderScope scope(&d);
-        progress_.run();
+        progress_.run_as<kSerial>();
     }
     if (d.n) return static_cast<ssize_t>(d.n);
     if (!pending_.load(std::memory_order_relaxed)) return -FI_EAGAIN;
-    return take(d.out, d.room, d.src);  // from d: no register is kept across progress
+    return take<kSerial>(d.out, d.room, d.src);  // from d: no register is kept across progress
 }
+template ssize_t Cq::progress_and_read<false>(uint8_t *, size_t, fi_addr_t *);
+template ssize_t Cq::progress_and_read<true>(uint8_t *, size_t, fi_addr_t *);
 
 // Queued entries, oldest first; -FI_EAVAIL while an error waits (pending_ counts the
 // errors beside count_).
-ssize_t Cq::take(uint8_t *out, size_t count, fi_addr_t *src) {
-    SpinGuard g(lock_);
+// Under the lock.
+[[gnu::always_inline]] inline ssize_t Cq::take_locked(uint8_t *out, size_t count, fi_addr_t *src) {
     if (pending_.load(std::memory_order_relaxed) != count_) return -FI_EAVAIL;
     if (!count_) return -FI_EAGAIN;
     const size_t n = std::min(count, count_);
@@ -228,11 +244,33 @@ ssize_t Cq::take(uint8_t *out, size_t count, fi_addr_t *src) {
     return static_cast<ssize_t>(n);
 }
 
+// In a serialised domain the wait for the helper is a tail call, so that the common
+// case calls nothing (and saves no register).
+template <bool kSerial>
+ssize_t Cq::take(uint8_t *out, size_t count, fi_addr_t *src) {
+    if constexpr (kSerial) {
+        if (!lock_.serial()->enter_unless_helper()) [[unlikely]]
+            return take_after_helper(out, count, src);
+        const ssize_t n = take_locked(out, count, src);
+        lock_.serial()->leave();
+        return n;
+    } else {
+        DataGuardAs<false> g(lock_);
+        return take_locked(out, count, src);
+    }
+}
+[[gnu::noinline]] ssize_t Cq::take_after_helper(uint8_t *out, size_t count, fi_addr_t *src) {
+    DataGuardAs<true> g(lock_);
+    return take_locked(out, count, src);
+}
+template ssize_t Cq::take<false>(uint8_t *, size_t, fi_addr_t *);
+template ssize_t Cq::take<true>(uint8_t *, size_t, fi_addr_t *);
+
 ssize_t Cq::readerr(fi_cq_err_entry *out, uint64_t flags) {
     if (!out) SN_REJECT(-FI_EINVAL, FI_LOG_CQ, "NULL error entry\n");
     (void)flags;
     progress_.run();
-    SpinGuard g(lock_);
+    DataGuard g(lock_);
     if (errors_.empty()) return -FI_EAGAIN;
     last_error_ = std::move(errors_.front());
     errors_.pop_front();

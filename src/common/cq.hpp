@@ -87,6 +87,10 @@ class Cq {
 
     fid_cq *fid() { return &handle_.fid; }
     ProgressList &progress() { return progress_; }
+    // Before the CQ is shared: its domain's application serialises its calls
+    // (FI_THREAD_DOMAIN, common/serial.hpp), and only endpoints of that domain bind it.
+    void serialise_by(DomainSerial *s);
+    DomainSerial *serial() const { return lock_.serial(); }
     // Run when the CQ closes (a provider's resource accounting).
     void on_close(std::function<void()> f) { on_close_ = std::move(f); }
     RefCount &refs() { return refs_; }
@@ -102,7 +106,7 @@ class Cq {
         wakes_ = notify_ || wait_;
     }
     bool empty() {
-        SpinGuard g(lock_);
+        DataGuard g(lock_);  // either kind: not on the message path
         return !count_ && errors_.empty();
     }
     // Inline: the direct case is the 8-byte path's (push_direct).
@@ -116,6 +120,7 @@ class Cq {
     // progress runs again: progress would only add behind it, and a send's completion
     // (queued as the send was posted) then costs no poll of the peers. At most kSkips
     // reads in a row skip progress, so a CQ that never empties still drives its endpoints.
+    template <bool kSerial = false>  // kSerial: a serialised domain's (serial.hpp)
     ssize_t read(void *buf, size_t count, fi_addr_t *src) {
         if (count && !buf) [[unlikely]]
             return reject_null_buffer();
@@ -123,9 +128,9 @@ class Cq {
         const unsigned skipped = skipped_.load(std::memory_order_relaxed);
         if (pending_.load(std::memory_order_relaxed) && skipped < kSkips) {
             skipped_.store(skipped + 1, std::memory_order_relaxed);
-            return take(out, count, src);
+            return take<kSerial>(out, count, src);
         }
-        return progress_and_read(out, count, src);
+        return progress_and_read<kSerial>(out, count, src);
     }
     ssize_t readerr(fi_cq_err_entry *out, uint64_t flags);
     ssize_t sread(void *buf, size_t count, fi_addr_t *src, int timeout_ms);
@@ -160,8 +165,12 @@ class Cq {
     void push_locked(const Completion &c);
     void grow();
     void wake();  // after a push: the notify hook and a sleeping reader
+    template <bool kSerial>
     ssize_t progress_and_read(uint8_t *out, size_t count, fi_addr_t *src);
+    template <bool kSerial>
     ssize_t take(uint8_t *out, size_t count, fi_addr_t *src);
+    ssize_t take_locked(uint8_t *out, size_t count, fi_addr_t *src);
+    ssize_t take_after_helper(uint8_t *out, size_t count, fi_addr_t *src);
     static ssize_t reject_null_buffer();  // logs why
     // fi_cq_tagged_entry's layout, stored into the reader's bytes: packed, since nothing
     // says the reader's buffer is aligned. (Not may_alias: the compiler may then assume,
@@ -205,7 +214,7 @@ class Cq {
     fi_cq_format format_;
     size_t entry_size_;
     ProvStrError prov_strerror_;
-    SpinLock lock_;
+    DataLock lock_;
     static constexpr size_t kInitialRing = 1024;
     std::vector<Completion> ring_;  // grows when full: completions are never dropped
     size_t mask_;                   // ring_.size() - 1: the size is a power of two

@@ -21,18 +21,20 @@ PidEngine::PidEngine(Domain &domain, uint64_t caps, size_t tx_size, uint16_t vni
       tx_(*this, tx_size),
       rx_(*this),
       one_sided_(*this),
-      coll_(*this) {}
+      coll_(*this) {
+    lock_.serialise_by(domain.serial());
+}
 
 PidEngine::~PidEngine() {
     close();
     for (CompletionBind *b : {&tx_bind_, &rx_bind_}) {
         if (b->cq) {
-            b->cq->progress().remove(this);
+            b->cq->progress().remove(progress_source());
             b->cq->refs().put();
         }
         for (Cntr *c : b->cntrs()) {
             if (!c) continue;
-            c->progress().remove(this);
+            c->progress().remove(progress_source());
             c->refs().put();
         }
     }
@@ -43,7 +45,7 @@ int PidEngine::open(uint32_t pid, bool quiet) {
     for (uint32_t p = first; p <= last; p++) {
         int err;
         {
-            SpinGuard g(lock_);  // a progress call through a bound CQ waits for whole ports
+            DataGuard g(lock_);  // a progress call through a bound CQ waits for whole ports
             err = links_.open(p);
         }
         if (err == 0) {
@@ -65,35 +67,39 @@ int PidEngine::open(uint32_t pid, bool quiet) {
 void PidEngine::close() {
     if (!links_.is_open()) return;
     if (env().offload) transport::offload_unregister(this);
-    SpinGuard g(lock_);
+    DataGuard g(lock_);
     links_.close();
     pid_ = kPidAny;
 }
 
+// Issued by the deferred queue, on the application's thread or on the offload helper's
+// while it holds this serialised domain (then the lock is held already).
 ssize_t PidEngine::send_triggered(const SendArgs &a, Cntr *cntr) {
     SendArgs b = a;
     b.trig = TriggerArgs{true, cntr};
-    SpinGuard g(lock_);
+    if (held_by_helper()) return tx_.send(b);
+    DataGuard g(lock_);
     return tx_.send(b);
 }
 
 ssize_t PidEngine::recv_triggered(const RecvArgs &a, Cntr *cntr) {
-    SpinGuard g(lock_);
+    if (held_by_helper()) return rx_.recv(a, cntr, true);
+    DataGuard g(lock_);
     return rx_.recv(a, cntr, true);
 }
 
 ssize_t PidEngine::peek(const RecvArgs &a) {
-    SpinGuard g(lock_);
+    DataGuard g(lock_);
     return rx_.peek(a);
 }
 
 int PidEngine::cancel(void *context) {
-    SpinGuard g(lock_);
+    DataGuard g(lock_);
     return rx_.cancel(context);
 }
 
 size_t PidEngine::unexpected(fi_cq_tagged_entry *e, size_t count, fi_addr_t *src, size_t *total) {
-    SpinGuard g(lock_);
+    DataGuard g(lock_);
     return rx_.unexpected(e, count, src, total);
 }
 
@@ -117,7 +123,17 @@ size_t PidEngine::unexpected(fi_cq_tagged_entry *e, size_t count, fi_addr_t *src
 void PidEngine::progress() {
     if (domain_.deferred().ready()) domain_.deferred().run();  // before taking our lock
     if (!links_.is_open()) return;
-    app_progress(lock_, [this] { progress_locked(); });
+    app_progress(lock_.spin(), [this] { progress_locked(); });  // a domain with locks
+}
+
+// The same in a serialised domain: the application's thread enters it, waiting out the
+// helper if the helper is in (it leaves as soon as its pass is done).
+void PidEngine::progress_serial() {
+    if (domain_.deferred().ready()) domain_.deferred().run();
+    if (!links_.is_open()) return;
+    note_app_call();
+    DataGuardAs<true> g(lock_);
+    progress_locked();
 }
 
 int PidEngine::offload_fd() {
@@ -137,9 +153,17 @@ bool PidEngine::offload_wanted() {
 }
 
 bool PidEngine::offload_progress(bool readable) {
-    if (domain_.deferred().ready()) domain_.deferred().run();
     if (readable) links_.ports().mark_active();  // the application polls the socket from now on
-    return helper_progress(lock_, [this] {
+    if (DomainSerial *s = lock_.serial()) {
+        // The whole domain at once: its deferred work reaches its other engines.
+        if (!s->helper_try_enter()) return false;
+        if (domain_.deferred().ready()) domain_.deferred().run();
+        if (links_.is_open()) progress_locked();
+        s->helper_leave();
+        return true;
+    }
+    if (domain_.deferred().ready()) domain_.deferred().run();
+    return helper_progress(lock_.spin(), [this] {
         if (links_.is_open()) progress_locked();
     });
 }

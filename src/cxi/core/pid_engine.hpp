@@ -14,9 +14,9 @@
 #include "common/av.hpp"
 #include "common/cntr.hpp"
 #include "common/cq.hpp"
-#include "common/lock.hpp"
 #include "common/mr.hpp"
 #include "common/progress.hpp"
+#include "common/serial.hpp"
 #include "cxi/coll/coll.hpp"
 #include "cxi/core/peer_links.hpp"
 #include "cxi/core/tx_engine.hpp"
@@ -70,14 +70,24 @@ class PidEngine final : public ProgressSource,
     bool rnr() const { return rnr_; }
     uint64_t rnr_max_us() const { return rnr_max_us_; }
 
-    // The application's calls: under the context's lock, into the engines.
-    ssize_t send(const SendArgs &a);  // inline, below
-    ssize_t recv(const RecvArgs &a);  // inline, below
+    // The application's calls: under the context's lock, into the engines. `kSerial`: the
+    // domain is serialised (common/serial.hpp), known where the ops table was chosen.
+    template <bool kSerial>
+    ssize_t send_as(const SendArgs &a);  // inline, below
+    template <bool kSerial>
+    ssize_t recv_as(const RecvArgs &a);
+    ssize_t send(const SendArgs &a) { return serial() ? send_as<true>(a) : send_as<false>(a); }
+    ssize_t recv(const RecvArgs &a) { return serial() ? recv_as<true>(a) : recv_as<false>(a); }
+    bool serial() const { return lock_.serial() != nullptr; }
     ssize_t peek(const RecvArgs &a);
     int cancel(void *context);
     size_t unexpected(fi_cq_tagged_entry *e, size_t count, fi_addr_t *src, size_t *total);
-    void progress() override;
-
+    void progress() override;  // a domain with locks (the progress lists hold `this`)
+    // What a CQ or counter of this engine's domain progresses: this, or in a serialised
+    // domain the adapter that enters it as such.
+    ProgressSource *progress_source() {
+        return serial() ? static_cast<ProgressSource *>(&serial_progress_) : this;
+    }
     // The offload helper's view (transport/offload.hpp).
     int offload_fd() override;
     bool offload_watch() override;
@@ -94,7 +104,7 @@ class PidEngine final : public ProgressSource,
     // Runs `fn` under the context's lock (the collective calls and joins).
     template <class Fn>
     auto locked(Fn &&fn) {
-        SpinGuard g(lock_);
+        DataGuard g(lock_);
         return fn();
     }
     void poll_ring() { links_.poll_ring(*this); }  // a message may still be in the ring
@@ -103,7 +113,14 @@ class PidEngine final : public ProgressSource,
     void peer_failed(transport::Link *link, uint32_t nic, uint32_t pid, int err, int prov_errno);
 
   private:
+    struct SerialProgress final : ProgressSource {
+        explicit SerialProgress(PidEngine &e) : engine(e) {}
+        void progress() override { engine.progress_serial(); }
+        PidEngine &engine;
+    };
+    void progress_serial();
     void progress_locked();
+    bool held_by_helper() const { return serial() && t_serial_held == lock_.serial(); }
     bool deliver(const uint8_t *pkt, size_t len) override;
     bool deliver_small(const uint8_t *pkt, size_t len, RxEngine::Match &m);
     bool deliver_general(const uint8_t *pkt, size_t len, const RxEngine::Match &m);
@@ -118,7 +135,7 @@ class PidEngine final : public ProgressSource,
     CompletionBind tx_bind_, rx_bind_;
     bool rnr_ = false;
     uint64_t rnr_max_us_ = 0;
-    SpinLock lock_;
+    DataLock lock_;                       // a spinlock, or the domain's DomainSerial
     std::atomic<bool> work_hint_{false};  // something needs progress without the application
     unsigned progress_calls_ = 0;
     PeerLinks links_;
@@ -126,20 +143,23 @@ class PidEngine final : public ProgressSource,
     RxEngine rx_;
     OneSided one_sided_;
     CollEngine coll_;
+    SerialProgress serial_progress_{*this};
 };
 
 // Inline: every send's and receive's entry point calls them. An operation that a trigger
 // issues (once: the thread's record is taken) goes out of line with its counter.
-inline ssize_t PidEngine::recv(const RecvArgs &a) {
+template <bool kSerial>
+[[gnu::always_inline]] inline ssize_t PidEngine::recv_as(const RecvArgs &a) {
     if (TriggeredIssue t = take_triggered_issue(); t.active) [[unlikely]]
         return recv_triggered(a, t.cntr);
-    SpinGuard g(lock_);
+    DataGuardAs<kSerial> g(lock_);
     return rx_.recv(a, nullptr, false);
 }
-inline ssize_t PidEngine::send(const SendArgs &a) {
+template <bool kSerial>
+[[gnu::always_inline]] inline ssize_t PidEngine::send_as(const SendArgs &a) {
     if (TriggeredIssue t = take_triggered_issue(); t.active) [[unlikely]]
         return send_triggered(a, t.cntr);
-    SpinGuard g(lock_);
+    DataGuardAs<kSerial> g(lock_);
     return tx_.send(a);
 }
 

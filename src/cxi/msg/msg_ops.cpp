@@ -57,6 +57,7 @@ EpView *view(fid_ep *ep) {
 // (host memory, no descriptor, none of the flags that need a closer look) passes every
 // check in one test and goes straight to the engine; any other is checked out of line,
 // so the plain one saves no registers for the rest.
+template <bool kSerial>
 [[gnu::always_inline]] inline ssize_t do_send(fid_ep *ep, const void *buf, size_t len, void *desc,
                                               fi_addr_t dest, uint64_t tag, uint64_t data,
                                               void *context, uint64_t flags, bool tagged,
@@ -67,7 +68,7 @@ EpView *view(fid_ep *ep) {
                        (!(flags & FI_INJECT) || (!v->ep->rnr() && len <= kInjectSize)) &&
                        !(tagged && (tag & ~v->ep->tag_mask()));
     if (plain) [[likely]]
-        return v->engine->send(
+        return v->engine->send_as<kSerial>(
             SendArgs{buf, len, dest, tag, data, context, flags, tagged, inject_call});
     return send_checked(ep, buf, len, desc, dest, tag, data, context, flags, tagged, inject_call);
 }
@@ -93,6 +94,7 @@ EpView *view(fid_ep *ep) {
 // As do_send: a plain receive (host memory, no descriptor, no FI_PEEK; any source, or one
 // in the AV when the endpoint has FI_DIRECTED_RECV, as MPI's receives name theirs) in one
 // test, straight to the engine; any other out of line.
+template <bool kSerial>
 [[gnu::always_inline]] inline ssize_t do_recv(fid_ep *ep, void *buf, size_t len, void *desc,
                                               fi_addr_t src, uint64_t tag, uint64_t ignore,
                                               void *context, uint64_t flags, bool tagged) {
@@ -103,8 +105,9 @@ EpView *view(fid_ep *ep) {
                        !(flags & FI_PEEK) && !(tagged && ((tag | ignore) & ~v->ep->tag_mask())) &&
                        (any_source || (v->engine->av() && v->engine->av()->entry(src)));
     if (plain) [[likely]]
-        return v->engine->recv(RecvArgs{buf, len, any_source ? FI_ADDR_UNSPEC : src, tag, ignore,
-                                        context, flags & ~kIgnoredRecvFlags, tagged});
+        return v->engine->recv_as<kSerial>(RecvArgs{buf, len, any_source ? FI_ADDR_UNSPEC : src,
+                                                    tag, ignore, context,
+                                                    flags & ~kIgnoredRecvFlags, tagged});
     return recv_checked(ep, buf, len, desc, src, tag, ignore, context, flags, tagged);
 }
 
@@ -118,57 +121,67 @@ void *first_desc(void **desc, size_t count) {
 }
 
 // fi_msg
+template <bool kSerial>
 ssize_t m_recv(fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src, void *ctx) {
-    return do_recv(ep, buf, len, desc, src, 0, 0, ctx, view(ep)->rx_flags, false);
+    return do_recv<kSerial>(ep, buf, len, desc, src, 0, 0, ctx, view(ep)->rx_flags, false);
 }
+template <bool kSerial>
 ssize_t m_recvv(fid_ep *ep, const iovec *iov, void **desc, size_t count, fi_addr_t src, void *ctx) {
     if (!single_iov(iov, count)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "iov_limit is 1\n");
-    return do_recv(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
-                   first_desc(desc, count), src, 0, 0, ctx, view(ep)->rx_flags, false);
+    return do_recv<kSerial>(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
+                            first_desc(desc, count), src, 0, 0, ctx, view(ep)->rx_flags, false);
 }
+template <bool kSerial>
 ssize_t m_recvmsg(fid_ep *ep, const fi_msg *msg, uint64_t flags) {
     if (!msg || !single_iov(msg->msg_iov, msg->iov_count))
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL msg or more than one iov\n");
     if (flags & ~(kRecvMsgFlags | kIgnoredRecvFlags))
         SN_REJECT(-FI_EBADFLAGS, FI_LOG_EP_DATA, "bad recvmsg flags 0x%lx\n", flags);
     const iovec *iov = msg->iov_count ? msg->msg_iov : nullptr;
-    return do_recv(ep, iov ? iov->iov_base : nullptr, iov ? iov->iov_len : 0,
-                   first_desc(msg->desc, msg->iov_count), msg->addr, 0, 0, msg->context, flags,
-                   false);
+    return do_recv<kSerial>(ep, iov ? iov->iov_base : nullptr, iov ? iov->iov_len : 0,
+                            first_desc(msg->desc, msg->iov_count), msg->addr, 0, 0, msg->context,
+                            flags, false);
 }
+template <bool kSerial>
 ssize_t m_send(fid_ep *ep, const void *buf, size_t len, void *desc, fi_addr_t dest, void *ctx) {
-    return do_send(ep, buf, len, desc, dest, 0, 0, ctx, view(ep)->tx_flags, false);
+    return do_send<kSerial>(ep, buf, len, desc, dest, 0, 0, ctx, view(ep)->tx_flags, false);
 }
+template <bool kSerial>
 ssize_t m_sendv(fid_ep *ep, const iovec *iov, void **desc, size_t count, fi_addr_t dest,
                 void *ctx) {
     if (!single_iov(iov, count)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "iov_limit is 1\n");
-    return do_send(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
-                   first_desc(desc, count), dest, 0, 0, ctx, view(ep)->tx_flags, false);
+    return do_send<kSerial>(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
+                            first_desc(desc, count), dest, 0, 0, ctx, view(ep)->tx_flags, false);
 }
+template <bool kSerial>
 ssize_t sendmsg_common(fid_ep *ep, const iovec *iov, void **desc, size_t count, fi_addr_t dest,
                        uint64_t tag, uint64_t data, void *ctx, uint64_t flags, bool tagged) {
     if (!single_iov(iov, count)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "iov_limit is 1\n");
     if (flags & ~(kTxOpFlags | FI_TRIGGER))
         SN_REJECT(-FI_EBADFLAGS, FI_LOG_EP_DATA, "bad flags 0x%lx\n", flags);
-    return do_send(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
-                   first_desc(desc, count), dest, tag, data, ctx, flags, tagged);
+    return do_send<kSerial>(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
+                            first_desc(desc, count), dest, tag, data, ctx, flags, tagged);
 }
+template <bool kSerial>
 ssize_t m_sendmsg(fid_ep *ep, const fi_msg *msg, uint64_t flags) {
     if (!msg) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL msg\n");
-    return sendmsg_common(ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr, 0, msg->data,
-                          msg->context, flags, false);
+    return sendmsg_common<kSerial>(ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr, 0,
+                                   msg->data, msg->context, flags, false);
 }
+template <bool kSerial>
 ssize_t m_inject(fid_ep *ep, const void *buf, size_t len, fi_addr_t dest) {
-    return do_send(ep, buf, len, nullptr, dest, 0, 0, nullptr, FI_INJECT, false, true);
+    return do_send<kSerial>(ep, buf, len, nullptr, dest, 0, 0, nullptr, FI_INJECT, false, true);
 }
+template <bool kSerial>
 ssize_t m_senddata(fid_ep *ep, const void *buf, size_t len, void *desc, uint64_t data,
                    fi_addr_t dest, void *ctx) {
-    return do_send(ep, buf, len, desc, dest, 0, data, ctx, view(ep)->tx_flags | FI_REMOTE_CQ_DATA,
-                   false);
+    return do_send<kSerial>(ep, buf, len, desc, dest, 0, data, ctx,
+                            view(ep)->tx_flags | FI_REMOTE_CQ_DATA, false);
 }
+template <bool kSerial>
 ssize_t m_injectdata(fid_ep *ep, const void *buf, size_t len, uint64_t data, fi_addr_t dest) {
-    return do_send(ep, buf, len, nullptr, dest, 0, data, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA,
-                   false, true);
+    return do_send<kSerial>(ep, buf, len, nullptr, dest, 0, data, nullptr,
+                            FI_INJECT | FI_REMOTE_CQ_DATA, false, true);
 }
 
 // fi_tagged
@@ -177,16 +190,20 @@ ssize_t m_injectdata(fid_ep *ep, const void *buf, size_t len, uint64_t data, fi_
 uint64_t tagged_rx_flags(fid_ep *ep) {
     return view(ep)->rx_flags & ~FI_MULTI_RECV;
 }
+template <bool kSerial>
 ssize_t t_recv(fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src, uint64_t tag,
                uint64_t ignore, void *ctx) {
-    return do_recv(ep, buf, len, desc, src, tag, ignore, ctx, tagged_rx_flags(ep), true);
+    return do_recv<kSerial>(ep, buf, len, desc, src, tag, ignore, ctx, tagged_rx_flags(ep), true);
 }
+template <bool kSerial>
 ssize_t t_recvv(fid_ep *ep, const iovec *iov, void **desc, size_t count, fi_addr_t src,
                 uint64_t tag, uint64_t ignore, void *ctx) {
     if (!single_iov(iov, count)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "iov_limit is 1\n");
-    return do_recv(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
-                   first_desc(desc, count), src, tag, ignore, ctx, tagged_rx_flags(ep), true);
+    return do_recv<kSerial>(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
+                            first_desc(desc, count), src, tag, ignore, ctx, tagged_rx_flags(ep),
+                            true);
 }
+template <bool kSerial>
 ssize_t t_recvmsg(fid_ep *ep, const fi_msg_tagged *msg, uint64_t flags) {
     // A peek reads no buffer: upstream ignores its iov.
     if (!msg || (!(flags & FI_PEEK) && !single_iov(msg->msg_iov, msg->iov_count)))
@@ -200,53 +217,64 @@ ssize_t t_recvmsg(fid_ep *ep, const fi_msg_tagged *msg, uint64_t flags) {
     flags &= ~FI_MULTI_RECV;  // multi-receive is untagged only
     const iovec *iov =
         msg->iov_count && msg->msg_iov && !(flags & FI_PEEK) ? msg->msg_iov : nullptr;
-    return do_recv(ep, iov ? iov->iov_base : nullptr, iov ? iov->iov_len : 0,
-                   iov ? first_desc(msg->desc, msg->iov_count) : nullptr, msg->addr, msg->tag,
-                   msg->ignore, msg->context, flags, true);
+    return do_recv<kSerial>(ep, iov ? iov->iov_base : nullptr, iov ? iov->iov_len : 0,
+                            iov ? first_desc(msg->desc, msg->iov_count) : nullptr, msg->addr,
+                            msg->tag, msg->ignore, msg->context, flags, true);
 }
+template <bool kSerial>
 ssize_t t_send(fid_ep *ep, const void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t tag,
                void *ctx) {
-    return do_send(ep, buf, len, desc, dest, tag, 0, ctx, view(ep)->tx_flags, true);
+    return do_send<kSerial>(ep, buf, len, desc, dest, tag, 0, ctx, view(ep)->tx_flags, true);
 }
+template <bool kSerial>
 ssize_t t_sendv(fid_ep *ep, const iovec *iov, void **desc, size_t count, fi_addr_t dest,
                 uint64_t tag, void *ctx) {
     if (!single_iov(iov, count)) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "iov_limit is 1\n");
-    return do_send(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
-                   first_desc(desc, count), dest, tag, 0, ctx, view(ep)->tx_flags, true);
+    return do_send<kSerial>(ep, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
+                            first_desc(desc, count), dest, tag, 0, ctx, view(ep)->tx_flags, true);
 }
+template <bool kSerial>
 ssize_t t_sendmsg(fid_ep *ep, const fi_msg_tagged *msg, uint64_t flags) {
     if (!msg) SN_REJECT(-FI_EINVAL, FI_LOG_EP_DATA, "NULL msg\n");
-    return sendmsg_common(ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr, msg->tag,
-                          msg->data, msg->context, flags, true);
+    return sendmsg_common<kSerial>(ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr, msg->tag,
+                                   msg->data, msg->context, flags, true);
 }
+template <bool kSerial>
 ssize_t t_inject(fid_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t tag) {
-    return do_send(ep, buf, len, nullptr, dest, tag, 0, nullptr, FI_INJECT, true, true);
+    return do_send<kSerial>(ep, buf, len, nullptr, dest, tag, 0, nullptr, FI_INJECT, true, true);
 }
+template <bool kSerial>
 ssize_t t_senddata(fid_ep *ep, const void *buf, size_t len, void *desc, uint64_t data,
                    fi_addr_t dest, uint64_t tag, void *ctx) {
-    return do_send(ep, buf, len, desc, dest, tag, data, ctx, view(ep)->tx_flags | FI_REMOTE_CQ_DATA,
-                   true);
+    return do_send<kSerial>(ep, buf, len, desc, dest, tag, data, ctx,
+                            view(ep)->tx_flags | FI_REMOTE_CQ_DATA, true);
 }
+template <bool kSerial>
 ssize_t t_injectdata(fid_ep *ep, const void *buf, size_t len, uint64_t data, fi_addr_t dest,
                      uint64_t tag) {
-    return do_send(ep, buf, len, nullptr, dest, tag, data, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA,
-                   true, true);
+    return do_send<kSerial>(ep, buf, len, nullptr, dest, tag, data, nullptr,
+                            FI_INJECT | FI_REMOTE_CQ_DATA, true, true);
+}
+
+// One table of each per kind of domain (common/serial.hpp): the engine's lock is a
+// spinlock in one, the serialised domain's flag in the other.
+template <bool kSerial>
+constexpr fi_ops_msg make_msg_ops() {
+    return {sizeof(fi_ops_msg),  m_recv<kSerial>,      m_recvv<kSerial>,   m_recvmsg<kSerial>,
+            m_send<kSerial>,     m_sendv<kSerial>,     m_sendmsg<kSerial>, m_inject<kSerial>,
+            m_senddata<kSerial>, m_injectdata<kSerial>};
+}
+template <bool kSerial>
+constexpr fi_ops_tagged make_tagged_ops() {
+    return {sizeof(fi_ops_tagged), t_recv<kSerial>,      t_recvv<kSerial>,   t_recvmsg<kSerial>,
+            t_send<kSerial>,       t_sendv<kSerial>,     t_sendmsg<kSerial>, t_inject<kSerial>,
+            t_senddata<kSerial>,   t_injectdata<kSerial>};
 }
 
 }  // namespace
 
-fi_ops_msg msg_ops = {sizeof(fi_ops_msg), m_recv,   m_recvv,    m_recvmsg,   m_send, m_sendv,
-                      m_sendmsg,          m_inject, m_senddata, m_injectdata};
-fi_ops_tagged tagged_ops = {sizeof(fi_ops_tagged),
-                            t_recv,
-                            t_recvv,
-                            t_recvmsg,
-                            t_send,
-                            t_sendv,
-                            t_sendmsg,
-                            t_inject,
-                            t_senddata,
-                            t_injectdata};
+fi_ops_msg msg_ops = make_msg_ops<false>(), msg_serial_ops = make_msg_ops<true>();
+fi_ops_tagged tagged_ops = make_tagged_ops<false>(), tagged_serial_ops = make_tagged_ops<true>();
 
 // Before fi_enable, every data call is -FI_ENOSYS.
 fi_ops_msg msg_disabled_ops = all_not_supported<fi_ops_msg>();

@@ -55,6 +55,7 @@ Counter *counter_of(fid_cntr *cntr) {
 Counter::Counter(Domain &domain, const fi_cntr_attr &attr, void *context)
     : Cntr(attr, context), domain_(domain), op_flags_(attr.flags) {
     handle_.fid.fid.ops = &counter_fid_ops;
+    serialise_by(domain_.serial());
     domain_.refs().get();
 }
 

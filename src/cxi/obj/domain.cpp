@@ -121,6 +121,7 @@ int cq_open(fid_domain *d, fi_cq_attr *attr, fid_cq **cq, void *context) {
             new Cq(dom_of(d)->api_version(), *attr, env().default_cq_size, context, prov_strerror);
         c->on_close([hold] { hold->give(CXI_RSRC_TYPE_EQ); });
         c->hold_parent(dom_of(d)->refs());
+        c->serialise_by(dom_of(d)->serial());
         *cq = c->fid();
         return 0;
     });
@@ -250,6 +251,9 @@ Domain::Domain(Fabric &fabric, const fi_info &info, const SoftNic &nic, void *co
         return 0;
     };
     const Env &e = env();
+    if (info.domain_attr->threading == FI_THREAD_DOMAIN && e.serial_domain &&
+        DomainSerial::available())
+        serial_ = std::make_unique<DomainSerial>();
     size_t mtu = e.udp_mtu ? e.udp_mtu : nic.mtu;
     udp_cfg_.max_datagram = std::min<size_t>(mtu > 576 ? mtu - 28 : 548, 65507);
     udp_cfg_.window = uint32_t(e.udp_window);

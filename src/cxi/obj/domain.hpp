@@ -18,6 +18,7 @@
 #include "common/fi_api.hpp"
 #include "common/fid.hpp"
 #include "common/mr.hpp"
+#include "common/serial.hpp"
 #include "cxi/obj/deferred.hpp"
 #include "cxi/prov/auth.hpp"
 #include "cxi/prov/nic.hpp"
@@ -69,6 +70,11 @@ class Domain {
     DeferredQueue &deferred() {
         return deferred_;
     }
+    // FI_THREAD_DOMAIN (and membarrier(2), and FI_CXI_SERIAL_DOMAIN): the data path's
+    // locks become one flag the application writes (common/serial.hpp); else null.
+    DomainSerial *serial() {
+        return serial_.get();
+    }
     // fi_writedata needs FI_CXI_ENABLE_WRITEDATA, provider keys and CQ data.
     bool writedata() const;
     // Whether a remote key names an optimized MR (the restricted, unordered path).
@@ -111,8 +117,13 @@ class Domain {
 
     // Our own counting stays in process memory (the message path counts); what local
     // initiators count for us (single-copy writes) lands in the window's copy.
+    // Every caller holds an engine's lock: in a serialised domain, that makes this
+    // thread the only writer.
     void count(unsigned id, uint64_t n = 1) {
-        hw_[id].fetch_add(n, std::memory_order_relaxed);
+        if (serial_)
+            hw_[id].store(hw_[id].load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+        else
+            hw_[id].fetch_add(n, std::memory_order_relaxed);
     }
     uint64_t hw_counter(unsigned id) const {
         uint64_t v = hw_[id].load(std::memory_order_relaxed);
@@ -146,6 +157,7 @@ class Domain {
     uint32_t window_seq_ = 0;
     std::array<std::atomic<uint64_t>, C1_CNTR_SIZE> hw_{};
     std::atomic<uint64_t> *remote_hw_ = nullptr;  // in the window
+    std::unique_ptr<DomainSerial> serial_;
     RefCount refs_;
 };
 

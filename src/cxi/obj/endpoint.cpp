@@ -92,8 +92,9 @@ uint64_t default_rx_flags(uint64_t f) {
 }
 
 void install_data_ops(EpView &v, bool enabled) {
-    v.h.fid.msg = enabled ? &msg_ops : &msg_disabled_ops;
-    v.h.fid.tagged = enabled ? &tagged_ops : &tagged_disabled_ops;
+    const bool serial = enabled && v.ep->domain().serial();
+    v.h.fid.msg = !enabled ? &msg_disabled_ops : serial ? &msg_serial_ops : &msg_ops;
+    v.h.fid.tagged = !enabled ? &tagged_disabled_ops : serial ? &tagged_serial_ops : &tagged_ops;
     v.h.fid.rma = enabled ? &rma_ops : &rma_disabled_ops;
     v.h.fid.atomic = enabled ? &atomic_ops : &atomic_disabled_ops;
 }

@@ -116,8 +116,8 @@ int scalable_ep_open(fid_domain *domain, fi_info *info, fid_ep **sep, void *cont
 PidEngine *engine_of(fid_ep *ep);
 
 // Data-operation tables (msg_ops.cpp).
-extern fi_ops_msg msg_ops;
-extern fi_ops_tagged tagged_ops;
+extern fi_ops_msg msg_ops, msg_serial_ops;  // a serialised domain's (common/serial.hpp)
+extern fi_ops_tagged tagged_ops, tagged_serial_ops;
 extern fi_ops_msg msg_disabled_ops;
 extern fi_ops_tagged tagged_disabled_ops;
 extern fi_ops_rma rma_disabled_ops;

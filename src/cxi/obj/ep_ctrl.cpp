@@ -41,6 +41,9 @@ int Endpoint::bind_cq(EpView &v, Cq *cq, uint64_t flags) {
     if (flags & ~(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION))
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "bad CQ bind flags 0x%lx\n", flags);
     if (!v.engine) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "bind CQs to the SEP's contexts\n");
+    if (cq->serial() != domain_.serial())  // its lock is one domain's promise (serial.hpp)
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL,
+                  "a CQ of another domain, under FI_THREAD_DOMAIN in one of them\n");
     bool sel = flags & FI_SELECTIVE_COMPLETION;
     bool tx = (flags & FI_TRANSMIT) && (v.side & kTx);
     bool rx = (flags & FI_RECV) && (v.side & kRx);
@@ -64,6 +67,9 @@ int Endpoint::bind_cntr(EpView &v, Cntr *cntr, uint64_t flags) {
         FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
     if (flags & ~kAll) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "bad counter bind flags\n");
     if (!v.engine) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "bind counters to the SEP's contexts\n");
+    if (cntr->serial() != domain_.serial())
+        SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL,
+                  "a counter of another domain, under FI_THREAD_DOMAIN in one of them\n");
     CompletionBind &t = v.engine->tx_bind(), &r = v.engine->rx_bind();
     bool tx_side = v.side & kTx;
     // The events asked for, each with the slot its counter goes into.
@@ -87,9 +93,9 @@ int Endpoint::bind_cntr(EpView &v, Cntr *cntr, uint64_t flags) {
 
 void Endpoint::attach_progress(PidEngine &c) {
     for (CompletionBind *b : {&c.tx_bind(), &c.rx_bind()}) {
-        if (b->cq) b->cq->progress().add(&c);
+        if (b->cq) b->cq->progress().add(c.progress_source());
         for (Cntr *cn : b->cntrs())
-            if (cn) cn->progress().add(&c);
+            if (cn) cn->progress().add(c.progress_source());
     }
 }
 
@@ -192,8 +198,9 @@ int Endpoint::enable(EpView &v) {
     }
     if (v.engine) {
         EpView *target = &v;
-        target->h.fid.msg = &msg_ops;
-        target->h.fid.tagged = &tagged_ops;
+        const bool serial = domain_.serial();
+        target->h.fid.msg = serial ? &msg_serial_ops : &msg_ops;
+        target->h.fid.tagged = serial ? &tagged_serial_ops : &tagged_ops;
         target->h.fid.rma = &rma_ops;
         target->h.fid.atomic = &atomic_ops;
     }

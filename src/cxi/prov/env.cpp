@@ -116,6 +116,10 @@ const ParamDef kParams[] = {
      "softnic: run the offload helper thread that acknowledges, "
      "retransmits and serves rendezvous reads while the application "
      "is not calling in."},
+    {ParamDef::kBool, "serial_domain",
+     "softnic: under FI_THREAD_DOMAIN, take no locked instruction on the "
+     "data path (the offload helper comes in through membarrier(2)); "
+     "0 = lock as under FI_THREAD_SAFE."},
 };
 
 // The FI_CXI_COLL_* variables: the two timers are ours; the rest are read and checked
@@ -203,6 +207,7 @@ void read_all(const fi_provider *p, Env &e) {
     get_bool(p, "udp_gso", e.udp_gso);
     get_str(p, "faults", e.faults);
     get_bool(p, "offload", e.offload);
+    get_bool(p, "serial_domain", e.serial_domain);
 }
 
 void check_choice(std::string &v, std::initializer_list<const char *> ok, const char *dflt,

@@ -67,6 +67,7 @@ struct Env {
     std::string faults;
     transport::udp::FaultConfig fault_config;
     bool offload = true;
+    bool serial_domain = true;  // FI_THREAD_DOMAIN: no locked instruction on the data path
 
     // Largest message sent eagerly in full.
     size_t eager_max() const { return rdzv_threshold + rdzv_get_min; }

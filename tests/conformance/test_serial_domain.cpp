@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+// FI_THREAD_DOMAIN: the application serialises its calls into a domain, and the provider's
+// data path takes no lock there (common/serial.hpp). The offload helper thread must still
+// get in while the application is away, never while it is inside, and objects of a
+// serialised domain must not be shared with another domain. The whole suite also runs
+// under FI_THREAD_DOMAIN (the "serial." tests, CXIT_THREADING=domain).
+#include <chrono>
+#include <thread>
+
+#include "fixture.hpp"
+
+using namespace cxit;
+
+namespace {
+
+class SerialDomainTest : public TransportTest {
+  protected:
+    static EpOptions serial() {
+        EpOptions o;
+        o.threading = FI_THREAD_DOMAIN;
+        return o;
+    }
+    // Polls `cq` alone (no other endpoint of the test is progressed by this thread)
+    // until `ctx` completes.
+    static bool poll_alone(Cq &cq, const void *ctx) {
+        const auto end = std::chrono::steady_clock::now() + kTimeout;
+        while (std::chrono::steady_clock::now() < end) {
+            cq.poll();
+            if (cq.take(ctx)) return true;
+            if (cq.take_err(ctx)) {
+                ADD_FAILURE() << "error completion";
+                return false;
+            }
+        }
+        return false;
+    }
+    static std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
+        std::vector<uint8_t> v(n);
+        for (size_t i = 0; i < n; i++)
+            v[i] = uint8_t(i * 7 + seed);
+        return v;
+    }
+};
+
+// The receiver pulls a rendezvous message while the sender's application never calls in:
+// only the helper can answer for the sender (over UDP, serve its reads and acknowledge).
+TEST_P(SerialDomainTest, TheHelperServesARendezvousWhileTheSenderIsAway) {
+    Pair p = make_pair(serial(), serial());
+    ASSERT_EQ(FI_THREAD_DOMAIN, p.a->info()->domain_attr->threading);
+    const std::vector<uint8_t> out = pattern(1 << 20, 3);
+    std::vector<uint8_t> in(out.size());
+    int sctx = 0, rctx = 0;
+    ASSERT_OK(fi_recv(p.b->ep(), in.data(), in.size(), nullptr, FI_ADDR_UNSPEC, &rctx));
+    ASSERT_OK(fi_send(p.a->ep(), out.data(), out.size(), nullptr, p.a2b, &sctx));
+    ASSERT_TRUE(poll_alone(p.b->rx(), &rctx)) << "the receive did not complete";
+    EXPECT_TRUE(in == out) << "the rendezvous data differ";
+    ASSERT_TRUE(poll_alone(p.a->tx(), &sctx)) << "the send did not complete";
+}
+
+// The application comes back while the helper may be in, again and again: eager and
+// rendezvous messages both ways, each endpoint left alone for a while in turn. Every byte
+// is checked; a helper and an application inside together would lose or garble some.
+TEST_P(SerialDomainTest, TheHelperAndTheApplicationTakeTurns) {
+    Pair p = make_pair(serial(), serial());
+    constexpr int kRounds = 60;
+    for (int r = 0; r < kRounds; r++) {
+        const size_t len = r % 3 == 0 ? 64 * 1024 : 8;
+        const std::vector<uint8_t> out = pattern(len, uint8_t(r));
+        std::vector<uint8_t> in(len);
+        int sctx = 0, rctx = 0;
+        ASSERT_OK(fi_trecv(p.b->ep(), in.data(), len, nullptr, FI_ADDR_UNSPEC, uint64_t(r), 0,
+                           &rctx));
+        post([&] { return fi_tsend(p.a->ep(), out.data(), len, nullptr, p.a2b, uint64_t(r), &sctx); },
+             "tagged send");
+        if (r % 2) std::this_thread::sleep_for(std::chrono::milliseconds(3));  // the helper's turn
+        ASSERT_TRUE(poll_alone(p.b->rx(), &rctx)) << "round " << r;
+        ASSERT_TRUE(in == out) << "round " << r << ": the data differ";
+        ASSERT_TRUE(poll_alone(p.a->tx(), &sctx)) << "round " << r;
+    }
+}
+
+// A CQ's lock is its domain's promise: one of a serialised domain is not bound to an
+// endpoint of another domain, nor the other way round.
+TEST_P(SerialDomainTest, ACqOfAnotherDomainIsRefused) {
+    RawEp r = raw_ep("cxi0", serial());
+    EpOptions locked;
+    locked.threading = FI_THREAD_SAFE;
+    RawEp other = raw_ep(peer_domain(), locked);
+    EXPECT_EQ(-FI_EINVAL, fi_ep_bind(r.ep.get(), &other.cq.get()->fid, FI_TRANSMIT));
+    EXPECT_EQ(-FI_EINVAL, fi_ep_bind(other.ep.get(), &r.cq.get()->fid, FI_TRANSMIT));
+    EXPECT_EQ(0, fi_ep_bind(r.ep.get(), &r.cq.get()->fid, FI_TRANSMIT));
+}
+
+CXIT_INSTANTIATE_TRANSPORTS(SerialDomainTest);
+
+}  // namespace
