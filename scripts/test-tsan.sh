@@ -21,4 +21,7 @@ run "$dir/tests/unit/softnic_unit"
 run "$dir/tests/shared/shared_conformance"
 run "$dir/tests/usnic/usnic_conformance"
 run "$dir/tests/cxi_conformance" --gtest_filter="${TSAN_CXI_FILTER:-*}"
+# FI_THREAD_DOMAIN: the application's count against the helper's membarrier (serial.hpp).
+run env CXIT_THREADING=domain "$dir/tests/cxi_conformance" \
+    --gtest_filter="${TSAN_SERIAL_FILTER:-*SerialDomainTest.*:*MsgTest.*:*TaggedTest.*:*TriggeredTest.*}"
 echo "ThreadSanitizer: no data race reported"

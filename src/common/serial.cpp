@@ -54,7 +54,7 @@ void DomainSerial::wait_for_helper() noexcept {
 
 bool DomainSerial::helper_try_enter() noexcept {
     const uint32_t a = attempt_.load(std::memory_order_relaxed);  // the helper's alone
-    attempt_.store(a + 1, std::memory_order_release);              // odd: trying
+    attempt_.store(a + 1, std::memory_order_release);             // odd: trying
     std::atomic_thread_fence(std::memory_order_seq_cst);
     // Every running thread of the process executes a full barrier before this returns:
     // the application's compiler-only fence in enter() becomes a real one.

@@ -68,10 +68,13 @@ TEST_P(SerialDomainTest, TheHelperAndTheApplicationTakeTurns) {
         const std::vector<uint8_t> out = pattern(len, uint8_t(r));
         std::vector<uint8_t> in(len);
         int sctx = 0, rctx = 0;
-        ASSERT_OK(fi_trecv(p.b->ep(), in.data(), len, nullptr, FI_ADDR_UNSPEC, uint64_t(r), 0,
-                           &rctx));
-        post([&] { return fi_tsend(p.a->ep(), out.data(), len, nullptr, p.a2b, uint64_t(r), &sctx); },
-             "tagged send");
+        ASSERT_OK(
+            fi_trecv(p.b->ep(), in.data(), len, nullptr, FI_ADDR_UNSPEC, uint64_t(r), 0, &rctx));
+        post(
+            [&] {
+                return fi_tsend(p.a->ep(), out.data(), len, nullptr, p.a2b, uint64_t(r), &sctx);
+            },
+            "tagged send");
         if (r % 2) std::this_thread::sleep_for(std::chrono::milliseconds(3));  // the helper's turn
         ASSERT_TRUE(poll_alone(p.b->rx(), &rctx)) << "round " << r;
         ASSERT_TRUE(in == out) << "round " << r << ": the data differ";

@@ -37,7 +37,7 @@ TEST(DomainSerial, TheHelperAndTheApplicationAreNeverInsideTogether) {
     Shared s;
     std::atomic<int> overlaps{0};
     std::atomic<bool> done{false};
-    uint64_t helper_in = 0, helper_out = 0;
+    std::atomic<uint64_t> helper_in{0}, helper_out{0};
     std::thread helper([&] {
         while (!done.load()) {
             if (d.helper_try_enter()) {
@@ -69,11 +69,11 @@ TEST(DomainSerial, TheHelperAndTheApplicationAreNeverInsideTogether) {
     done.store(true);
     helper.join();
     EXPECT_EQ(0, overlaps.load());
-    EXPECT_GT(helper_in, 0u) << "the helper never got in";
-    EXPECT_EQ(s.a, kCalls + 1000 * helper_in);
+    EXPECT_GT(helper_in.load(), 0u) << "the helper never got in";
+    EXPECT_EQ(s.a, kCalls + 1000 * helper_in.load());
     EXPECT_EQ(s.a, s.b);
-    RecordProperty("helper_in", std::to_string(helper_in));
-    RecordProperty("helper_refused", std::to_string(helper_out));
+    RecordProperty("helper_in", std::to_string(helper_in.load()));
+    RecordProperty("helper_refused", std::to_string(helper_out.load()));
 }
 
 TEST(DomainSerial, TheHelperStaysOutWhileTheApplicationIsInside) {

@@ -252,8 +252,11 @@ Domain::Domain(Fabric &fabric, const fi_info &info, const SoftNic &nic, void *co
     };
     const Env &e = env();
     if (info.domain_attr->threading == FI_THREAD_DOMAIN && e.serial_domain &&
-        DomainSerial::available())
+        DomainSerial::available()) {
         serial_ = std::make_unique<DomainSerial>();
+        SN_INFO(FI_LOG_DOMAIN, "%s: FI_THREAD_DOMAIN, the data path takes no lock\n",
+                nic.name.c_str());
+    }
     size_t mtu = e.udp_mtu ? e.udp_mtu : nic.mtu;
     udp_cfg_.max_datagram = std::min<size_t>(mtu > 576 ? mtu - 28 : 548, 65507);
     udp_cfg_.window = uint32_t(e.udp_window);
