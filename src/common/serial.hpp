@@ -33,19 +33,15 @@ class DomainSerial {
     // The application's side, nested freely. The helper, holding the domain, reaches no
     // call that enters it (triggered operations check t_serial_held first).
     [[gnu::always_inline]] void enter() noexcept {
-        const unsigned d = depth_.load(std::memory_order_relaxed);
-        depth_.store(d + 1, std::memory_order_relaxed);
-        std::atomic_signal_fence(std::memory_order_seq_cst);  // the helper's barrier fences
-        if (attempt_.load(std::memory_order_acquire) & 1) [[unlikely]]
+        raise();
+        if (helper_trying()) [[unlikely]]
             wait_for_helper();
     }
     // enter() for a caller that would rather not call: false (and not entered) while a
     // helper's attempt is under way; then enter() it.
     [[gnu::always_inline]] bool enter_unless_helper() noexcept {
-        const unsigned d = depth_.load(std::memory_order_relaxed);
-        depth_.store(d + 1, std::memory_order_relaxed);
-        std::atomic_signal_fence(std::memory_order_seq_cst);
-        if (attempt_.load(std::memory_order_acquire) & 1) [[unlikely]] {
+        const unsigned d = raise();
+        if (helper_trying()) [[unlikely]] {
             depth_.store(d, std::memory_order_relaxed);
             return false;
         }
@@ -60,6 +56,14 @@ class DomainSerial {
     void helper_leave() noexcept;
 
   private:
+    // The count up, then (the helper's barrier fences for us) a look at the helper.
+    [[gnu::always_inline]] unsigned raise() noexcept {
+        const unsigned d = depth_.load(std::memory_order_relaxed);
+        depth_.store(d + 1, std::memory_order_relaxed);
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+        return d;
+    }
+    bool helper_trying() const noexcept { return attempt_.load(std::memory_order_acquire) & 1; }
     [[gnu::noinline]] void wait_for_helper() noexcept;
 
     std::atomic<unsigned> depth_{0};  // the application's nesting; written by it alone
