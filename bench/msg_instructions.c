@@ -9,7 +9,15 @@
  * function of its own (never inlined) during the measured loop only, so callgrind's
  * inclusive cost of that function over the iterations is its cost per message.
  *
- *   msg_instructions PROVIDER [ITERATIONS]
+ *   msg_instructions PROVIDER [ITERATIONS [safe|domain [DOMAIN_B|- [pingpong]]]]
+ *
+ * With DOMAIN_B (cxi: "cxi1", a second soft NIC) the receiving endpoint opens that
+ * domain instead of sharing the sender's, so that cxi carries the message over UDP
+ * (FI_CXI_SOFT_NICS=127.0.0.1,127.0.0.2): the user-space work of the path between
+ * hosts, without the kernel's. "pingpong" counts round trips instead (rt_ping,
+ * rt_pong_recv, rt_pong, rt_ping_recv), as fi_pingpong makes them: a transport that
+ * completes a send when the peer acknowledges it (over UDP) gets the acknowledgement
+ * with the reply, where the one-way loop would wait for the receiver's idle poll.
  *
  * Prints how many reads each completion took (1.00 when nothing was spun) and how
  * many sends were refused and retried (0 when nothing was). */
@@ -45,14 +53,18 @@ static unsigned long reads, retries;
 
 /* A send refused for want of resources (shm maps its peer on first use) is retried
  * after progress; the retries are counted. */
-static void send_one(void) {
+static void send_from(struct side *from, struct side *to) {
     ssize_t rc;
-    while ((rc = fi_tsend(a.ep, a.buf, 8, NULL, b.addr, 7, &a.ctx)) == -FI_EAGAIN) {
+    while ((rc = fi_tsend(from->ep, from->buf, 8, NULL, to->addr, 7, &from->ctx)) == -FI_EAGAIN) {
         retries++;
         fi_cq_read(a.cq, NULL, 0);
         fi_cq_read(b.cq, NULL, 0);
     }
     CHECK(rc);
+}
+
+static void send_one(void) {
+    send_from(&a, &b);
 }
 
 static void open_side(struct fid_domain *dom, struct fi_info *info, struct fid_av *av,
@@ -91,9 +103,65 @@ __attribute__((noinline)) void msg_repost(void) {
     CHECK(fi_trecv(b.ep, b.buf, sizeof(b.buf), NULL, FI_ADDR_UNSPEC, 7, 0, &b.ctx));
 }
 
+/* The round trip: a pings b, b pongs. Each side's send completes by the time the
+   other's next message arrives, so each wait takes two completions (from the second
+   round on, at b). */
+static struct fi_context2 rx_ctx_a;
+static int first_round = 1;
+
+static void ping(void) {
+    send_from(&a, &b);
+}
+static void pong_recv(void) {
+    wait_one(b.cq);
+    if (!first_round) wait_one(b.cq);
+    first_round = 0;
+}
+static void pong(void) {
+    CHECK(fi_trecv(b.ep, b.buf, sizeof(b.buf), NULL, FI_ADDR_UNSPEC, 7, 0, &b.ctx));
+    send_from(&b, &a);
+}
+static void ping_recv(void) {
+    wait_one(a.cq);
+    wait_one(a.cq);
+    CHECK(fi_trecv(a.ep, a.buf + 32, 32, NULL, FI_ADDR_UNSPEC, 7, 0, &rx_ctx_a));
+}
+/* The measured copies: only the timed loop calls them. */
+__attribute__((noinline)) void rt_ping(void) {
+    ping();
+}
+__attribute__((noinline)) void rt_pong_recv(void) {
+    pong_recv();
+}
+__attribute__((noinline)) void rt_pong(void) {
+    pong();
+}
+__attribute__((noinline)) void rt_ping_recv(void) {
+    ping_recv();
+}
+
+static void round_trips(long iters) {
+    CHECK(fi_trecv(a.ep, a.buf + 32, 32, NULL, FI_ADDR_UNSPEC, 7, 0, &rx_ctx_a));
+    for (int i = 0; i < 1000; i++) {
+        ping();
+        pong_recv();
+        pong();
+        ping_recv();
+    }
+    reads = retries = 0;
+    for (long i = 0; i < iters; i++) {
+        rt_ping();
+        rt_pong_recv();
+        rt_pong();
+        rt_ping_recv();
+    }
+    printf("round trips: %ld, %.2f reads per completion, %lu sends retried\n", iters,
+           (double)reads / (4.0 * (double)iters), retries);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s PROVIDER [ITERATIONS [safe|domain]]\n", argv[0]);
+        fprintf(stderr, "usage: %s PROVIDER [ITERATIONS [safe|domain [DOMAIN_B]]]\n", argv[0]);
         return 2;
     }
     long iters = argc > 2 ? atol(argv[2]) : 10000;
@@ -108,25 +176,40 @@ int main(int argc, char **argv) {
     hints->domain_attr->threading =
         argc > 3 && !strcmp(argv[3], "domain") ? FI_THREAD_DOMAIN : FI_THREAD_SAFE;
     CHECK(fi_getinfo(FI_VERSION(1, 15), NULL, NULL, 0, hints, &info));
+    struct fi_info *info_b = info;
+    if (argc > 4 && strcmp(argv[4], "-")) {  // the receiver on a domain of its own
+        hints->domain_attr->name = strdup(argv[4]);
+        CHECK(fi_getinfo(FI_VERSION(1, 15), NULL, NULL, 0, hints, &info_b));
+    }
     struct fid_fabric *fab;
-    struct fid_domain *dom;
-    struct fid_av *av;
+    struct fid_domain *dom, *dom_b;
+    struct fid_av *av, *av_b;
     struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
     CHECK(fi_fabric(info->fabric_attr, &fab, NULL));
     CHECK(fi_domain(fab, info, &dom, NULL));
     CHECK(fi_av_open(dom, &av_attr, &av, NULL));
+    dom_b = dom;
+    av_b = av;
+    if (info_b != info) {
+        CHECK(fi_domain(fab, info_b, &dom_b, NULL));
+        CHECK(fi_av_open(dom_b, &av_attr, &av_b, NULL));
+    }
     open_side(dom, info, av, &a);
-    open_side(dom, info, av, &b);
+    open_side(dom_b, info_b, av_b, &b);
     char name[256];
     size_t len = sizeof(name);
     CHECK(fi_getname(&a.ep->fid, name, &len));
-    if (fi_av_insert(av, name, 1, &a.addr, 0, NULL) != 1) return 1;
+    if (fi_av_insert(av_b, name, 1, &a.addr, 0, NULL) != 1) return 1;
     len = sizeof(name);
     CHECK(fi_getname(&b.ep->fid, name, &len));
     if (fi_av_insert(av, name, 1, &b.addr, 0, NULL) != 1) return 1;
     memset(a.buf, 0x5a, sizeof(a.buf));
 
     CHECK(fi_trecv(b.ep, b.buf, sizeof(b.buf), NULL, FI_ADDR_UNSPEC, 7, 0, &b.ctx));
+    if (argc > 5 && !strcmp(argv[5], "pingpong")) {
+        round_trips(iters);
+        goto out;
+    }
     for (int i = 0; i < 1000; i++) {  // warm-up: pools, routes and caches settle
         send_one();
         wait_one(b.cq);
@@ -142,13 +225,17 @@ int main(int argc, char **argv) {
     }
     printf("%s: %ld messages, %.2f reads per completion, %lu sends retried\n", argv[1], iters,
            (double)reads / (2.0 * (double)iters), retries);
+out:
     fi_close(&a.ep->fid);
     fi_close(&b.ep->fid);
     fi_close(&a.cq->fid);
     fi_close(&b.cq->fid);
+    if (av_b != av) fi_close(&av_b->fid);
     fi_close(&av->fid);
+    if (dom_b != dom) fi_close(&dom_b->fid);
     fi_close(&dom->fid);
     fi_close(&fab->fid);
+    if (info_b != info) fi_freeinfo(info_b);
     fi_freeinfo(info);
     fi_freeinfo(hints);
     return 0;

@@ -91,6 +91,9 @@ class Link {
     // completes_on_ack() is false, else 0): what a protocol's one-packet fast path
     // checks, read without a virtual call.
     size_t queued_complete_max() const { return queued_complete_max_; }
+    // The largest packet a protocol may send as one and complete on acknowledgement
+    // (max_packet() where completes_on_ack() is true, else 0), read the same way.
+    size_t acked_complete_max() const { return acked_complete_max_; }
 
     // Who the peer is, in the terms of the protocol above, which records it here when it
     // opens the link or first hears from it (0: not yet). Shared links get one value.
@@ -101,10 +104,12 @@ class Link {
 
   protected:
     void set_queued_complete_max(size_t n) { queued_complete_max_ = n; }
+    void set_acked_complete_max(size_t n) { acked_complete_max_ = n; }
 
   private:
     std::atomic<uint64_t> peer_key_{0};
     size_t queued_complete_max_ = 0;
+    size_t acked_complete_max_ = 0;
 };
 
 // Where received packets go. Returning false leaves the packet queued and stops the

@@ -2,8 +2,9 @@
 // How one-sided operations travel, and the promises that hold either way: within a host
 // writes and reads are a single copy between the address spaces (counted by softnic's
 // counter 2526), between hosts they are packets; targets that count remote events are
-// always served by packets; FI_ORDER_WAW across RMA and atomics and FI_FENCE hold; a
-// closed region is refused; more regions than the shared table holds still work.
+// always served by packets; FI_ORDER_WAW across RMA and atomics and FI_FENCE hold (a
+// fenced send waits for the read before it); a closed region is refused; more regions
+// than the shared table holds still work.
 #include <cassini_cntr_defs.h>
 #include <rdma/fi_atomic.h>
 
@@ -110,6 +111,37 @@ TEST_P(RmaPathTest, FencedReadSeesEarlierWrites) {
         wait_comp(p.a->tx(), &wctx, "write");
         wait_comp(p.a->tx(), &rctx, "fenced read");
         EXPECT_EQ(out, in) << "round " << round;
+    }
+}
+
+// FI_FENCE on a send: the message leaves only once the read before it completed, so a
+// target that reuses its memory as the message arrives cannot change what the read
+// returns. 4 MiB is more than a window: over packets (between hosts, or within a host
+// without single copy) the read's data is still streaming when the message could go.
+// A one-packet send that skipped the queue failed this (udp and fallback.shm).
+TEST_P(RmaPathTest, FencedSendWaitsForAnEarlierRead) {
+    Pair &p = pair(opts());
+    const size_t len = 4 << 20;
+    uint64_t key = expose(p, len);
+    for (uint32_t round = 0; round < 4; round++) {
+        const std::vector<uint8_t> before = pattern(len, 40 + round);
+        std::memcpy(target_.data(), before.data(), len);
+        std::vector<uint8_t> in(len);
+        uint64_t note = 42 + round, got = 0;
+        int rctx = 0, sctx = 0, rxctx = 0;
+        ASSERT_OK(fi_recv(p.b->ep(), &got, sizeof(got), nullptr, FI_ADDR_UNSPEC, &rxctx));
+        post([&] { return fi_read(p.a->ep(), in.data(), len, nullptr, p.a2b, 0, key, &rctx); },
+             "fi_read");
+        iovec iov{&note, sizeof(note)};
+        fi_msg msg{&iov, nullptr, 1, p.a2b, &sctx, 0};
+        post([&] { return fi_sendmsg(p.a->ep(), &msg, FI_FENCE | FI_COMPLETION); },
+             "fi_sendmsg FI_FENCE");
+        wait_comp(p.b->rx(), &rxctx, "fenced message");
+        std::memset(target_.data(), 0, len);  // the target reuses its memory at once
+        wait_comp(p.a->tx(), &rctx, "read");
+        wait_comp(p.a->tx(), &sctx, "fenced send");
+        EXPECT_EQ(42u + round, got);
+        EXPECT_EQ(before, in) << "round " << round;
     }
 }
 

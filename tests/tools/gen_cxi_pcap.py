@@ -21,6 +21,8 @@ Frames, in order (tests/tools/test_dissector.sh checks them by number):
   13 DATA + MSG whose source PID (9) disagrees with the UDP source port (PID 5)
   14 DATA + COLL_SMALL (a collective contribution's 40-byte header): key 0x77, call 9,
      rank 2, 8-byte payload
+  15 DATA + SMALL (a one-packet message's compact header with CQ data, 32 bytes): tag
+     0x9, CQ data 0x1234, 8-byte payload
 With --fuzz N, N more frames follow: seeded pseudo-random mutations of the frames above
 (the magic kept, bytes flipped, lengths cut or padded) to check the dissector never
 raises a Lua error.
@@ -36,7 +38,7 @@ REL_MAGIC = 0x4E53
 REL_DATA, REL_ACK, REL_PROBE = 1, 2, 3
 ACK_VALID = 0x1
 
-MSG, DATA, GET_REQ, DONE, COLL_SMALL = 1, 2, 3, 4, 12
+MSG, DATA, GET_REQ, DONE, SMALL, COLL_SMALL = 1, 2, 3, 4, 11, 12
 TAGGED, CQ_DATA, ACK_REQ, RDZV, WHOLE, PULLED, TRUNC, ERROR = (1 << i for i in range(8))
 
 
@@ -58,6 +60,13 @@ def cxi_pkt(ptype, flags=0, vni=0, pid=0, nic=0, payload=b"", payload_len=None,
     hdr = struct.pack("<BBHHHIIQQQQQQQ", ptype, 1, flags, vni, pid, nic, payload_len,
                       msg_len, eager_len, tag, cq_data, cookie, offset, rdzv_addr)
     assert len(hdr) == 72
+    return hdr + payload
+
+
+def small(flags, vni, pid, nic, tag, cq_data, payload):
+    hdr = struct.pack("<BBHHHIIQ", SMALL, 1, flags, vni, pid, nic, len(payload), tag)
+    if flags & CQ_DATA:
+        hdr += struct.pack("<Q", cq_data)
     return hdr + payload
 
 
@@ -170,6 +179,9 @@ def main():
         # 14 DATA + COLL_SMALL
         a_to_b(rel_hdr(REL_DATA, 0, ep_a, 20)
                + coll_small(vni, a_pid, a_nic, 0x77, 0x100030003, 9, 2, b"\x2a" + bytes(7))),
+        # 15 DATA + SMALL
+        a_to_b(rel_hdr(REL_DATA, 0, ep_a, 21)
+               + small(TAGGED | CQ_DATA, vni, a_pid, a_nic, 0x9, 0x1234, b"smallmsg")),
     ]
     seeds = [fr[42:] for fr in frames]  # strip Ethernet (14) + IPv4 (20) + UDP (8)
     frames += [a_to_b(p) for p in fuzz(seeds, nfuzz)]

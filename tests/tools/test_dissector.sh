@@ -70,6 +70,7 @@ expect_info 11 softnic "ACK ack=30 win=286"
 expect_info 12 softnic "type=9"
 expect_info 13 softnic "DATA seq=19 MSG len=1"
 expect_info 14 softnic "DATA seq=20 COLL_SMALL key=0x77 call=9 rank=2 len=8"
+expect_info 15 softnic "DATA seq=21 SMALL tag=0x9 len=8"
 # Garbage on a softnic port stays plain UDP.
 if awk -F'|' '$1 == 7 { exit !($2 == "UDP") }' "$tmp/info.txt"; then pass; else
     fail "frame 7 (garbage): $(awk -F'|' '$1 == 7' "$tmp/info.txt"), expected protocol UDP"; fi
@@ -93,22 +94,23 @@ expect_fields "6|1|15|0|0|3|5|7|0|1048576|0|65536|0xd0002:7||"
 expect_fields "11|2|0|30|286||||||||||"
 
 # --- Hex and flag fields via display filters (independent of tshark's print format) ----
-expect_frames 'softnic.magic == 0x4e53 && softnic.version == 1' "1 2 3 4 5 6 8 9 10 11 13 14"
+expect_frames 'softnic.magic == 0x4e53 && softnic.version == 1' "1 2 3 4 5 6 8 9 10 11 13 14 15"
 expect_frames 'softnic.flags.ack_valid == 1' "1 3 5 11"
 expect_frames 'softnic.flags.congested == 1 && softnic.flags.duplicate == 1' "3"
 expect_frames 'softnic.flags.ack_now == 1' "5"
 expect_frames 'softnic.flags.reserved != 0' ""
-expect_frames 'softnic.epoch == 0x1111' "1 2 4 8 9 10 13 14"
+expect_frames 'softnic.epoch == 0x1111' "1 2 4 8 9 10 13 14 15"
 expect_frames 'softnic.ack_epoch == 0x1111' "3 5 11"
 expect_frames 'softnic.sack == 0x3' "3"
-expect_frames 'softnic_cxi' "1 2 5 6 9 10 13 14"
+expect_frames 'softnic_cxi' "1 2 5 6 9 10 13 14 15"
 expect_frames 'softnic_cxi.tag == 0x5' "1"
+expect_frames 'softnic_cxi.tag == 0x9 && softnic_cxi.cq_data == 0x1234' "15"
 expect_frames 'softnic_cxi.flags == 0x0007' "1"
 expect_frames 'softnic_cxi.flags.tagged == 1 && softnic_cxi.flags.cq_data == 1 && softnic_cxi.flags.ack_req == 1' "1"
 expect_frames 'softnic_cxi.flags.rdzv == 1 || softnic_cxi.flags.whole == 1 || softnic_cxi.flags.error == 1' ""
 expect_frames 'softnic_cxi.flags.pulled == 1' "2"
 expect_frames 'softnic_cxi.flags.trunc == 1' "5"
-expect_frames 'softnic_cxi.src_nic == 0xd0001' "1 2 9 10 13 14"
+expect_frames 'softnic_cxi.src_nic == 0xd0001' "1 2 9 10 13 14 15"
 expect_frames 'softnic_cxi.src_nic == 0xd0002' "5 6"
 expect_frames 'softnic_cxi.cq_data == 0xdeadbeef' "1"
 expect_frames 'softnic_cxi.cookie == 0xc0ffee' "5"
@@ -116,10 +118,10 @@ expect_frames 'softnic_cxi.cookie == 0xabc' "6"
 expect_frames 'softnic_cxi.rdzv_addr == 0x7f0000001000' "1"
 expect_frames 'softnic_cxi.coll.seq == 9 && softnic_cxi.coll.rank == 2 && softnic_cxi.coll.key == 0x77' "14"
 expect_frames 'softnic.port.src_pid == 5 && softnic.port.dst_pid == 7 && softnic.port.src_vni16 == 5' \
-    "1 2 4 9 10 13 14"
+    "1 2 4 9 10 13 14 15"
 
 # --- Robustness: malformed packets flagged, garbage left alone ------------------------------
-expect_frames 'softnic' "1 2 3 4 5 6 8 9 10 11 12 13 14"
+expect_frames 'softnic' "1 2 3 4 5 6 8 9 10 11 12 13 14 15"
 expect_frames 'softnic.malformed' "8 9 10 12"
 expect_frames 'softnic.bad_version' "12"
 expect_frames 'softnic.port_mismatch' "13"
@@ -128,10 +130,10 @@ expect_frames '_ws.lua.error' ""
 
 # --- Heuristic and the port-base preference ------------------------------------------------
 # Frame 11 is on UDP port 9999, found only by the heuristic.
-expect_frames 'softnic' "1 2 3 4 5 6 8 9 10 12 13 14" --disable-heuristic softnic_udp
+expect_frames 'softnic' "1 2 3 4 5 6 8 9 10 12 13 14 15" --disable-heuristic softnic_udp
 # With the base moved, the ports are no longer claimed: only full, valid headers are
 # found (by the heuristic); truncated and bad-version packets stay UDP.
-expect_frames 'softnic' "1 2 3 4 5 6 9 10 11 13 14" -o softnic.port_base:30000
+expect_frames 'softnic' "1 2 3 4 5 6 9 10 11 13 14 15" -o softnic.port_base:30000
 expect_frames 'softnic.port.src_pid' "" -o softnic.port_base:30000
 
 # --- Verbose tree: names, bitfields, generated NIC:PID, payload ----------------------------
@@ -165,7 +167,7 @@ else pass; fi
 # --- Fuzz: mutated packets never raise a Lua error ------------------------------------------
 ts -r "$fuzz" -V >"$tmp/fuzz.txt"
 nframes=$(grep -c '^Frame ' "$tmp/fuzz.txt")
-if [ "$nframes" -eq 2014 ]; then pass; else fail "fuzz: decoded $nframes frames, expected 2014"; fi
+if [ "$nframes" -eq 2015 ]; then pass; else fail "fuzz: decoded $nframes frames, expected 2015"; fi
 if grep -qE 'Lua Error|Dissector bug|\[Malformed Packet' "$tmp/fuzz.txt"; then
     fail "fuzz: dissector raised an error: $(grep -m1 -E 'Lua Error|Dissector bug|\[Malformed Packet' "$tmp/fuzz.txt")"
 else pass; fi

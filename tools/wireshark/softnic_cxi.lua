@@ -9,7 +9,9 @@
 -- a DATA datagram then carries one cxi packet: a 72-byte header and its payload
 -- ("softnic_cxi" protocol), or for a collective's COLL_SMALL packet a 40-byte one (the
 -- same first 16 bytes, then the group key, the call's shape, the call's number and the
--- sender's rank). All integers are little-endian.
+-- sender's rank), or for a one-packet message (SMALL) a 24-byte one (the first 16 bytes,
+-- then the tag; 8 more for the CQ data when its flag is set). All integers are
+-- little-endian.
 --
 -- An endpoint's UDP port is base + (VNI % 16) * 512 + PID, base = 20480 by default,
 -- so the dissector owns ports base .. base + 8191. A heuristic on the magic keeps other
@@ -19,6 +21,7 @@
 local REL_HDR_LEN   = 40
 local CXI_HDR_LEN   = 72
 local COLL_HDR_LEN  = 40
+local SMALL_HDR_LEN = 24
 local MAGIC         = 0x4e53     -- bytes 'S' 'N'
 local PORT_SPAN     = 16 * 512   -- 16 VNI slots of 512 PIDs
 local DEFAULT_BASE  = 20480
@@ -36,7 +39,7 @@ local cxi_types = { [1] = "MSG", [2] = "DATA", [3] = "GET_REQ", [4] = "DONE",
                     [12] = "COLL_SMALL" }
 
 local REL_DATA, REL_ACK, REL_PROBE = 1, 2, 3
-local CXI_MSG, CXI_DATA, CXI_GET_REQ, CXI_DONE, CXI_COLL_SMALL = 1, 2, 3, 4, 12
+local CXI_MSG, CXI_DATA, CXI_GET_REQ, CXI_DONE, CXI_SMALL, CXI_COLL_SMALL = 1, 2, 3, 4, 11, 12
 
 local REL_F_ACK_VALID = 0x0001
 local REL_F_CONGESTED = 0x0002
@@ -197,7 +200,12 @@ end
 local function dissect_cxi(tvb, pinfo, tree, root)
     local len = tvb:len()
     local compact = len >= 1 and tvb(0, 1):uint() == CXI_COLL_SMALL
+    local small = len >= 1 and tvb(0, 1):uint() == CXI_SMALL
     local hdr_len = compact and COLL_HDR_LEN or CXI_HDR_LEN
+    if small then
+        hdr_len = SMALL_HDR_LEN
+        if len >= 4 and band(tvb(2, 2):le_uint(), CXI_F_CQ_DATA) ~= 0 then hdr_len = hdr_len + 8 end
+    end
     local t = tree:add(p_cxi, tvb(0, math.min(len, hdr_len)))
 
     if len < hdr_len then
@@ -210,6 +218,8 @@ local function dissect_cxi(tvb, pinfo, tree, root)
         part(cf.payload_len, 12, 4)
         if compact then
             part(cf.coll_key, 16, 8); part(cf.coll_shape, 24, 8); part(cf.coll_seq, 32, 4)
+        elseif small then
+            part(cf.tag, 16, 8); part(cf.cq_data, 24, 8)
         else
             part(cf.msg_len, 16, 8); part(cf.eager_len, 24, 8)
             part(cf.tag, 32, 8); part(cf.cq_data, 40, 8); part(cf.cookie, 48, 8)
@@ -229,7 +239,10 @@ local function dissect_cxi(tvb, pinfo, tree, root)
     local nic     = tvb(8, 4):le_uint()
     local plen    = tvb(12, 4):le_uint()
     local msg_len, tag, cookie, offset
-    if not compact then
+    if small then
+        msg_len = plen
+        tag     = tvb(16, 8):le_uint64()
+    elseif not compact then
         msg_len = tvb(16, 8):le_uint64()
         tag     = tvb(32, 8):le_uint64()
         cookie  = tvb(48, 8):le_uint64()
@@ -276,6 +289,9 @@ local function dissect_cxi(tvb, pinfo, tree, root)
         t:add_le(cf.coll_shape, tvb(24, 8))
         t:add_le(cf.coll_seq, tvb(32, 4))
         t:add_le(cf.coll_rank, tvb(36, 4))
+    elseif small then
+        t:add_le(cf.tag, tvb(16, 8))
+        if hdr_len > SMALL_HDR_LEN then t:add_le(cf.cq_data, tvb(24, 8)) end
     else
         t:add_le(cf.msg_len, tvb(16, 8))
         t:add_le(cf.eager_len, tvb(24, 8))
@@ -306,7 +322,7 @@ local function dissect_cxi(tvb, pinfo, tree, root)
 
     -- Info column.
     local info = tname or ("type=" .. ptype)
-    if ptype == CXI_MSG then
+    if ptype == CXI_MSG or ptype == CXI_SMALL then
         if band(flags, CXI_F_TAGGED) ~= 0 then info = info .. " tag=" .. hex64(tag) end
         info = info .. " len=" .. tostring(msg_len)
         if band(flags, CXI_F_RDZV) ~= 0 then info = info .. " RDZV" end

@@ -178,7 +178,7 @@ void PidEngine::peer_failed(transport::Link *link, uint32_t nic, uint32_t pid, i
 // A network link learns who its peer is from the first packet (the peer may fail before
 // we ever send to it, and what it was sending must fail then).
 bool PidEngine::deliver_from(const uint8_t *pkt, size_t len, transport::Link &from) {
-    WireHdr h;
+    WirePrefix h;  // every header format starts with it (kSmall's included)
     if (!from.peer_key() && len >= sizeof(h)) {
         std::memcpy(&h, pkt, sizeof(h));
         from.set_peer_key(PeerLinks::peer_key(h.src_nic, h.src_pid, h.vni));

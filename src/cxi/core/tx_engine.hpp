@@ -64,8 +64,11 @@ class TxEngine {
     void post(TxOp *op);
     void enqueue(TxOp *op);
     bool try_fast_send(const SendArgs &a, transport::Link *link, int &err);
+    bool try_acked_send(const SendArgs &a, transport::Link *link);
+    inline bool send_small(const SendArgs &a, transport::Link *link);
     ssize_t send_queued(const SendArgs &a, transport::Link *link, int err);
     uint64_t completion_level(uint64_t flags) const;
+    inline bool plain_completion(uint64_t flags) const;
     void free(TxOp *op);
     bool pump(TxOp *op);
     bool pump_msg(TxOp *op);

@@ -33,7 +33,9 @@ Channel::Channel(UdpEndpoint &ep, const sockaddr_in &peer, uint32_t epoch)
       rto_ns_(std::min<uint64_t>(kInitialRtoNs, uint64_t(ep.config().rto_max_us) * 1000)),
       last_heard_ns_(now_ns()),
       rx_(kInitialSlots, ep.config().window),
-      rx_window_(ep.config().window) {}
+      rx_window_(ep.config().window) {
+    set_acked_complete_max(max_packet());
+}
 
 Channel::~Channel() = default;
 

@@ -45,7 +45,10 @@ RecvBatch::RecvBatch(size_t buffers, size_t max_datagram, bool coalesced)
         msgs_[i].msg_hdr.msg_iovlen = 1;
         msgs_[i].msg_hdr.msg_name = &from_[i];
         msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
-        if (coalesced) msgs_[i].msg_hdr.msg_control = ctrl_.data() + i * kCtrl;
+        if (coalesced) {
+            msgs_[i].msg_hdr.msg_control = ctrl_.data() + i * kCtrl;
+            msgs_[i].msg_hdr.msg_controllen = kCtrl;
+        }
     }
 }
 
@@ -184,6 +187,7 @@ size_t UdpSocket::gather(size_t from, size_t n, size_t counts[]) {
 }
 
 void UdpSocket::send_now(size_t from, size_t n) {
+    if (n == 1 && send_single(from)) return;  // an error takes the general path below
     size_t counts[kBatch];
     while (n) {
         size_t m = gather(from, n, counts);
@@ -210,6 +214,18 @@ void UdpSocket::send_now(size_t from, size_t n) {
             n -= counts[j];
         }
     }
+}
+
+// A lone datagram (a message of a ping-pong, an acknowledgement) needs no gathering.
+bool UdpSocket::send_single(size_t i) {
+    msghdr h{};
+    h.msg_name = &to_[i];
+    h.msg_namelen = sizeof(sockaddr_in);
+    h.msg_iov = iov_[i];
+    h.msg_iovlen = iov_[i][1].iov_len ? 2 : 1;
+    if (sendmsg(fd_, &h, MSG_DONTWAIT) < 0) return false;
+    sent++;
+    return true;
 }
 
 // Rewrite the queue according to the fault injector's verdicts.
@@ -273,13 +289,17 @@ size_t UdpSocket::receive(RecvBatch &b, std::vector<sockaddr_in> &refused) {
     // for a second datagram): ask for one while the socket is found empty, for a batch
     // right after something arrived.
     unsigned want = b.batch_next_ ? unsigned(b.msgs_.size()) : 1;
-    for (unsigned i = 0; i < want; i++) {
+    // The kernel wrote the lengths of the headers it filled last time only: the rest
+    // still hold what the constructor set.
+    for (unsigned i = 0; i < b.filled_; i++) {
         b.msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
         if (b.coalesced_) b.msgs_[i].msg_hdr.msg_controllen = RecvBatch::kCtrl;
     }
+    b.filled_ = 0;
     for (;;) {
         int r = recvmmsg(fd_, b.msgs_.data(), want, MSG_DONTWAIT, nullptr);
         if (r >= 0) {
+            b.filled_ = unsigned(r);
             b.batch_next_ = r > 0;
             if (want > 1 && 2 * unsigned(r) >= want) check_pressure();
             b.split(size_t(r));

@@ -53,6 +53,7 @@ struct RecvBatch {
     static constexpr size_t kCtrl = 64;  // room for one UDP_GRO cmsg
     bool coalesced_;
     bool batch_next_ = false;  // the last receive found something: ask for a batch
+    unsigned filled_ = 0;      // headers the last receive wrote into (to reset, no more)
     size_t stride_;
     std::unique_ptr<uint8_t[]> storage_;  // not zeroed: untouched pages stay unmapped
     std::vector<mmsghdr> msgs_;
@@ -103,6 +104,7 @@ class UdpSocket {
 
   private:
     void send_now(size_t from, size_t n);
+    bool send_single(size_t i);
     size_t gather(size_t from, size_t n, size_t counts[]);
     size_t run_length(size_t from, size_t n) const;
     void apply_faults();
