@@ -14,5 +14,5 @@ scripts/build.sh
 scripts/build-variants.sh
 scripts/test-sanitizers.sh
 scripts/test-tsan.sh
-FUZZ_SECONDS=${FUZZ_SECONDS:-30} scripts/fuzz.sh
+FUZZ_SECONDS=${FUZZ_SECONDS:-20} scripts/fuzz.sh
 ctest --test-dir build --output-on-failure -j"${JOBS:-2}" --timeout 600
