@@ -141,19 +141,14 @@ __attribute__((noinline)) void rt_ping_recv(void) {
 }
 
 static void round_trips(long iters) {
+    /* The warm-up's phases, then the measured ones. */
+    static void (*const phases[2][4])(void) = {{ping, pong_recv, pong, ping_recv},
+                                               {rt_ping, rt_pong_recv, rt_pong, rt_ping_recv}};
     CHECK(fi_trecv(a.ep, a.buf + 32, 32, NULL, FI_ADDR_UNSPEC, 7, 0, &rx_ctx_a));
-    for (int i = 0; i < 1000; i++) {
-        ping();
-        pong_recv();
-        pong();
-        ping_recv();
-    }
-    reads = retries = 0;
-    for (long i = 0; i < iters; i++) {
-        rt_ping();
-        rt_pong_recv();
-        rt_pong();
-        rt_ping_recv();
+    for (long i = 0; i < 1000 + iters; i++) {
+        if (i == 1000) reads = retries = 0;
+        for (int k = 0; k < 4; k++)
+            phases[i >= 1000][k]();
     }
     printf("round trips: %ld, %.2f reads per completion, %lu sends retried\n", iters,
            (double)reads / (4.0 * (double)iters), retries);
@@ -161,7 +156,8 @@ static void round_trips(long iters) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s PROVIDER [ITERATIONS [safe|domain [DOMAIN_B]]]\n", argv[0]);
+        fprintf(stderr, "usage: %s PROVIDER [ITERATIONS [safe|domain [DOMAIN_B|- [pingpong]]]]\n",
+                argv[0]);
         return 2;
     }
     long iters = argc > 2 ? atol(argv[2]) : 10000;
