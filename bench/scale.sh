@@ -21,7 +21,10 @@
 #
 #   bench/scale.sh
 #
-# BUILD=<dir>: plugins of that build, as bench/run.sh.
+# BUILD=<dir>: plugins of that build, as bench/run.sh. FI_LIB=<dir>: the libfabric the
+# ofi jobs load (LD_LIBRARY_PATH), to tell libfabric's own start-up from the provider's:
+# Debian's initialises its built-in verbs provider in every process, whatever provider
+# is asked for; a libfabric built without it does not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -37,6 +40,11 @@ cxi=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include cxi -x FI_PROVIDE
 vader=(--mca pml ob1 --mca btl self,vader)
 tcp=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "tcp;ofi_rxm" -x FI_PROVIDER_PATH)
 TCP=${TCP:-1}
+if [ -n "${FI_LIB:-}" ]; then
+    export LD_LIBRARY_PATH=$FI_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    cxi+=(-x LD_LIBRARY_PATH)
+    tcp+=(-x LD_LIBRARY_PATH)
+fi
 shm_used() { df -B1 --output=used /dev/shm | tail -1; }
 
 # One job: $1 ranks, the rest mpirun's options. Prints "job init fin rss fds shm".
@@ -61,6 +69,8 @@ job() {
 median_row() { sort -g | awk '{a[NR]=$0} END {print a[int((NR+1)/2)]}'; }
 
 echo "Open MPI $(mpirun --version 2>/dev/null | head -1 | awk '{print $NF}'), N ranks on one host, median of $REPEAT jobs (by wall time)."
+fi_version=$(fi_info --version 2>/dev/null | awk '/^libfabric:/ {print $2}')
+echo "libfabric ${fi_version:-?} from ${FI_LIB:-the system library path}."
 echo
 bench_machine
 echo

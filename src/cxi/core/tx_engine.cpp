@@ -5,6 +5,7 @@
 #include <rdma/fi_cxi_ext.h>
 
 #include <cstring>
+#include <new>
 
 #include "common/log.hpp"
 #include "cxi/core/pid_engine.hpp"
@@ -242,7 +243,7 @@ static TxOp *take(TxOp *&list, const TxOp *base) {
     if (!op) return nullptr;
     list = op->next;
     uint32_t gen = op->gen + 1;
-    *op = TxOp{};
+    new (op) TxOp;  // default-initialised: inline_data is left as it was
     op->gen = gen;
     op->cookie = (uint64_t(gen) << 32) | uint64_t(op - base);
     return op;

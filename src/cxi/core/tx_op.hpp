@@ -105,21 +105,24 @@ struct RnrState {
     uint64_t start_us, due_us;  // first refusal; when to send again
 };
 
+// Every field but inline_data starts zeroed when a slot is taken (`new (op) TxOp`):
+// the payload copy is always written before it is read, and zeroing its 192 bytes was a
+// quarter of a one-packet send's slot.
 struct TxOp {
-    SendArgs a;
-    transport::Link *link;
-    uint64_t cookie;
-    uint32_t gen;
-    bool pending;  // in the FIFO of operations still to transmit
-    EagerState eager;
-    StreamState stream;
-    AckState ack;
-    RnrState rnr;
-    size_t read_got;       // fi_read: bytes arrived
-    uint64_t peer_cookie;  // kReadResp: the initiator's operation
-    Mr *pinned;            // kReadResp: the MR being read, held until sent
-    uint8_t inline_data[kInjectSize];
-    TxOp *next, *prev;
+    SendArgs a{};
+    transport::Link *link = nullptr;
+    uint64_t cookie = 0;
+    uint32_t gen = 0;
+    bool pending = false;  // in the FIFO of operations still to transmit
+    EagerState eager{};
+    StreamState stream{};
+    AckState ack{};
+    RnrState rnr{};
+    size_t read_got = 0;       // fi_read: bytes arrived
+    uint64_t peer_cookie = 0;  // kReadResp: the initiator's operation
+    Mr *pinned = nullptr;      // kReadResp: the MR being read, held until sent
+    TxOp *next = nullptr, *prev = nullptr;
+    uint8_t inline_data[kInjectSize];  // no initializer: see above
 };
 
 }  // namespace softnic::cxi
