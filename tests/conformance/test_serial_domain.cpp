@@ -4,6 +4,9 @@
 // get in while the application is away, never while it is inside, and objects of a
 // serialised domain must not be shared with another domain. The whole suite also runs
 // under FI_THREAD_DOMAIN (the "serial." tests, CXIT_THREADING=domain).
+#include <poll.h>
+#include <rdma/fi_trigger.h>
+
 #include <chrono>
 #include <thread>
 
@@ -80,6 +83,41 @@ TEST_P(SerialDomainTest, TheHelperAndTheApplicationTakeTurns) {
         ASSERT_TRUE(in == out) << "round " << r << ": the data differ";
         ASSERT_TRUE(poll_alone(p.a->tx(), &sctx)) << "round " << r;
     }
+}
+
+// An FI_TRIGGER send fires while the application sleeps in poll() on its CQ's descriptor:
+// only the offload helper progresses then, and it holds the serialised domain when it
+// issues the send (through the tables with locks, deferred.cpp: as the application it
+// would write the count that only the application writes).
+TEST_P(SerialDomainTest, TheHelperFiresATriggeredSendWhileTheApplicationSleeps) {
+    EpOptions o = serial();
+    o.caps |= FI_TRIGGER;
+    o.cq_wait = FI_WAIT_FD;
+    Pair p = make_pair(o, o);
+    fi_cntr_attr ca{};
+    Fid<fid_cntr> trig;
+    ASSERT_OK(fi_cntr_open(domain("cxi0", o), &ca, trig.out(), nullptr));
+    fi_triggered_context tc{};
+    tc.event_type = FI_TRIGGER_THRESHOLD;
+    tc.trigger.threshold.cntr = trig.get();
+    tc.trigger.threshold.threshold = 1;
+    std::vector<uint8_t> out = pattern(100, 5), in(100);
+    int rctx = 0;
+    ASSERT_OK(fi_trecv(p.b->ep(), in.data(), in.size(), nullptr, FI_ADDR_UNSPEC, 7, 0, &rctx));
+    iovec iov{out.data(), out.size()};
+    fi_msg_tagged m{&iov, nullptr, 1, p.a2b, 7, 0, &tc, 0};
+    ASSERT_OK(fi_tsendmsg(p.a->ep(), &m, FI_TRIGGER | FI_COMPLETION));
+    fid_cq *cq = p.a->tx().get();
+    int fd = -1;
+    ASSERT_OK(fi_control(&cq->fid, FI_GETWAIT, &fd));
+    fid *fids[] = {&cq->fid};
+    ASSERT_OK(fi_trywait(fabric(), fids, 1));
+    ASSERT_OK(fi_cntr_add(trig.get(), 1));  // wakes the queue; nothing is issued yet
+    pollfd pf{fd, POLLIN, 0};
+    ASSERT_EQ(1, ::poll(&pf, 1, 10000)) << "the send did not fire while the application slept";
+    ASSERT_TRUE(poll_alone(p.a->tx(), &tc)) << "the triggered send's completion";
+    ASSERT_TRUE(poll_alone(p.b->rx(), &rctx)) << "its receive";
+    EXPECT_EQ(out, in);
 }
 
 // A CQ's lock is its domain's promise: one of a serialised domain is not bound to an

@@ -76,9 +76,18 @@ class PidEngine final : public ProgressSource,
     ssize_t send_as(const SendArgs &a);  // inline, below
     template <bool kSerial>
     ssize_t recv_as(const RecvArgs &a);
-    ssize_t send(const SendArgs &a) { return serial() ? send_as<true>(a) : send_as<false>(a); }
-    ssize_t recv(const RecvArgs &a) { return serial() ? recv_as<true>(a) : recv_as<false>(a); }
+    // The same, the kind decided here. The offload helper, holding this serialised domain
+    // while it fires an FI_TRIGGER operation, takes the spinlock (free: the application
+    // counts instead): as the application it would write the count the application writes.
+    ssize_t send(const SendArgs &a) {
+        return serial() && !held_by_helper() ? send_as<true>(a) : send_as<false>(a);
+    }
+    ssize_t recv(const RecvArgs &a) {
+        return serial() && !held_by_helper() ? recv_as<true>(a) : recv_as<false>(a);
+    }
     bool serial() const { return lock_.serial() != nullptr; }
+    // On the offload helper's thread while it holds this serialised domain.
+    bool held_by_helper() const { return serial() && t_serial_held == lock_.serial(); }
     ssize_t peek(const RecvArgs &a);
     int cancel(void *context);
     size_t unexpected(fi_cq_tagged_entry *e, size_t count, fi_addr_t *src, size_t *total);
@@ -120,7 +129,6 @@ class PidEngine final : public ProgressSource,
     };
     void progress_serial();
     void progress_locked();
-    bool held_by_helper() const { return serial() && t_serial_held == lock_.serial(); }
     bool deliver(const uint8_t *pkt, size_t len) override;
     bool deliver_small(const uint8_t *pkt, size_t len, RxEngine::Match &m);
     bool deliver_general(const uint8_t *pkt, size_t len, const RxEngine::Match &m);

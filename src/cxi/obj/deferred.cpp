@@ -426,10 +426,19 @@ void DeferredQueue::run() {
 // A flagged operation completes as the plain call would: no IssueScope.
 ssize_t DeferredQueue::fire_flagged(Item &it) {
     auto &o = it.op;
+    // On the offload helper, which holds the serialised domain (common/serial.hpp): the
+    // tables with locks, whose spinlocks the application leaves free. The serialised ones
+    // would count the helper as the application, racing with an application that comes
+    // back meanwhile. Reads and writes choose in PidEngine::send.
+    auto helper = [](fid_ep *ep) { return owner_of<EpView>(ep)->engine->held_by_helper(); };
     switch (it.type) {
         case FI_OP_SEND:
+            if (o.msg.ep->msg == &msg_serial_ops && helper(o.msg.ep))
+                return msg_ops.sendmsg(o.msg.ep, &o.msg.msg, o.msg.flags);
             return fi_sendmsg(o.msg.ep, &o.msg.msg, o.msg.flags);
         case FI_OP_TSEND:
+            if (o.tagged.ep->tagged == &tagged_serial_ops && helper(o.tagged.ep))
+                return tagged_ops.sendmsg(o.tagged.ep, &o.tagged.msg, o.tagged.flags);
             return fi_tsendmsg(o.tagged.ep, &o.tagged.msg, o.tagged.flags);
         case FI_OP_READ:
             return fi_readmsg(o.rma.ep, &o.rma.msg, o.rma.flags);
