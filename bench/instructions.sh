@@ -11,8 +11,9 @@
 # completion read and the receive's repost. Per message and phase: instructions (Ir),
 # conditional branches (Bc), indirect calls and jumps (Bi: virtual dispatch and
 # libfabric's ops tables) and locked instructions (Ge: atomics and lock prefixes).
-# Each build at two threading levels: FI_THREAD_SAFE and FI_THREAD_DOMAIN (what Open
-# MPI asks for without MPI_THREAD_MULTIPLE), where a provider may take no lock.
+# Each build at three threading levels: FI_THREAD_SAFE, FI_THREAD_DOMAIN (what Open MPI
+# asks for without MPI_THREAD_MULTIPLE), where a provider may take no lock, and
+# FI_THREAD_COMPLETION (Sandia OpenSHMEM's threads), where an endpoint may take none.
 # Then the path between hosts: a round trip of 8-byte messages with cxi's two endpoints
 # on two soft NICs (UDP over loopback), beside tcp;ofi_rxm, counting user space only.
 # BUILD=<dir>: the plugins of that build; ITERS (default 10000) messages.
@@ -67,7 +68,7 @@ echo "Per 8-byte tagged message, $ITERS messages after 1000 of warm-up (bench/ms
 echo
 echo "| build | phase | instructions | branches | indirect | locked |"
 echo "|---|---|---|---|---|---|"
-for threading in safe domain; do
+for threading in safe domain completion; do
     count cxi cxi "$FI_PROVIDER_PATH" $threading
     if [ -n "$OLD" ]; then count "cxi, $OLD" cxi "$OLD/lib" $threading; fi
     count shm shm "$FI_PROVIDER_PATH" $threading

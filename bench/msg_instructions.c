@@ -9,7 +9,7 @@
  * function of its own (never inlined) during the measured loop only, so callgrind's
  * inclusive cost of that function over the iterations is its cost per message.
  *
- *   msg_instructions PROVIDER [ITERATIONS [safe|domain [DOMAIN_B|- [pingpong]]]]
+ *   msg_instructions PROVIDER [ITERATIONS [safe|domain|completion [DOMAIN_B|- [pingpong]]]]
  *
  * With DOMAIN_B (cxi: "cxi1", a second soft NIC) the receiving endpoint opens that
  * domain instead of sharing the sender's, so that cxi carries the message over UDP
@@ -156,8 +156,10 @@ static void round_trips(long iters) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s PROVIDER [ITERATIONS [safe|domain [DOMAIN_B|- [pingpong]]]]\n",
-                argv[0]);
+        fprintf(
+            stderr,
+            "usage: %s PROVIDER [ITERATIONS [safe|domain|completion [DOMAIN_B|- [pingpong]]]]\n",
+            argv[0]);
         return 2;
     }
     long iters = argc > 2 ? atol(argv[2]) : 10000;
@@ -169,8 +171,10 @@ int main(int argc, char **argv) {
     hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
     /* The threading level the application asks for (Open MPI asks FI_THREAD_DOMAIN
        unless MPI_THREAD_MULTIPLE): a provider may take no lock under it. */
-    hints->domain_attr->threading =
-        argc > 3 && !strcmp(argv[3], "domain") ? FI_THREAD_DOMAIN : FI_THREAD_SAFE;
+    const char *level = argc > 3 ? argv[3] : "safe";
+    hints->domain_attr->threading = !strcmp(level, "domain")       ? FI_THREAD_DOMAIN
+                                    : !strcmp(level, "completion") ? FI_THREAD_COMPLETION
+                                                                   : FI_THREAD_SAFE;
     CHECK(fi_getinfo(FI_VERSION(1, 15), NULL, NULL, 0, hints, &info));
     struct fi_info *info_b = info;
     if (argc > 4 && strcmp(argv[4], "-")) {  // the receiver on a domain of its own

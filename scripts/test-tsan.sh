@@ -24,4 +24,7 @@ run "$dir/tests/cxi_conformance" --gtest_filter="${TSAN_CXI_FILTER:-*}"
 # FI_THREAD_DOMAIN: the application's count against the helper's membarrier (serial.hpp).
 run env CXIT_THREADING=domain "$dir/tests/cxi_conformance" \
     --gtest_filter="${TSAN_SERIAL_FILTER:-*SerialDomainTest.*:*MsgTest.*:*TaggedTest.*:*TriggeredTest.*}"
+# FI_THREAD_COMPLETION: each engine's own count against the helper's membarrier.
+run env CXIT_THREADING=completion "$dir/tests/cxi_conformance" \
+    --gtest_filter="${TSAN_SERIAL_FILTER:-*SerialDomainTest.*:*MsgTest.*:*TaggedTest.*:*TriggeredTest.*}"
 echo "ThreadSanitizer: no data race reported"

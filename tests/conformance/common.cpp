@@ -294,11 +294,13 @@ InfoPtr make_hints(const EpOptions &o, const char *domain) {
     h->domain_attr->mr_mode = FI_MR_ENDPOINT | FI_MR_ALLOCATED | (o.prov_key ? FI_MR_PROV_KEY : 0);
     if (o.mr_mode >= 0) h->domain_attr->mr_mode = o.mr_mode;
     h->domain_attr->threading = o.threading;
-    // CXIT_THREADING=domain: the suites once more as an application that serialises its
-    // calls (the provider's lock-free data path, common/serial.hpp).
+    // CXIT_THREADING=domain or completion: the suites once more as an application that
+    // serialises its calls into a domain, or into each completion group (the provider's
+    // lock-free data path, common/serial.hpp).
     if (o.threading == FI_THREAD_UNSPEC) {
         const char *t = getenv("CXIT_THREADING");
         if (t && !strcmp(t, "domain")) h->domain_attr->threading = FI_THREAD_DOMAIN;
+        if (t && !strcmp(t, "completion")) h->domain_attr->threading = FI_THREAD_COMPLETION;
     }
     if (domain) h->domain_attr->name = strdup(domain);
     h->tx_attr->size = o.tx_size;

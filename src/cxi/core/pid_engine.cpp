@@ -22,7 +22,8 @@ PidEngine::PidEngine(Domain &domain, uint64_t caps, size_t tx_size, uint16_t vni
       rx_(*this),
       one_sided_(*this),
       coll_(*this) {
-    lock_.serialise_by(domain.serial());
+    if (domain.completion_serial()) own_serial_ = std::make_unique<DomainSerial>();
+    lock_.serialise_by(own_serial_ ? own_serial_.get() : domain.serial());
 }
 
 PidEngine::~PidEngine() {
@@ -121,7 +122,7 @@ size_t PidEngine::unexpected(fi_cq_tagged_entry *e, size_t count, fi_addr_t *src
 }
 
 void PidEngine::progress() {
-    if (domain_.deferred().ready()) domain_.deferred().run();  // before taking our lock
+    if (domain_.deferred().ready()) domain_.deferred().run(nullptr);  // before taking our lock
     if (!links_.is_open()) return;
     app_progress(lock_.spin(), [this] { progress_locked(); });  // a domain with locks
 }
@@ -129,7 +130,7 @@ void PidEngine::progress() {
 // The same in a serialised domain: the application's thread enters it, waiting out the
 // helper if the helper is in (it leaves as soon as its pass is done).
 void PidEngine::progress_serial() {
-    if (domain_.deferred().ready()) domain_.deferred().run();
+    if (domain_.deferred().ready()) domain_.deferred().run(lock_.serial());
     if (!links_.is_open()) return;
     note_app_call();
     DataGuardAs<true> g(lock_);
@@ -155,14 +156,15 @@ bool PidEngine::offload_wanted() {
 bool PidEngine::offload_progress(bool readable) {
     if (readable) links_.ports().mark_active();  // the application polls the socket from now on
     if (DomainSerial *s = lock_.serial()) {
-        // The whole domain at once: its deferred work reaches its other engines.
+        // The whole domain (FI_THREAD_DOMAIN: its deferred work reaches its other
+        // engines), or this engine alone (FI_THREAD_COMPLETION: only its own fires).
         if (!s->helper_try_enter()) return false;
-        if (domain_.deferred().ready()) domain_.deferred().run();
+        if (domain_.deferred().ready()) domain_.deferred().run(s);
         if (links_.is_open()) progress_locked();
         s->helper_leave();
         return true;
     }
-    if (domain_.deferred().ready()) domain_.deferred().run();
+    if (domain_.deferred().ready()) domain_.deferred().run(nullptr);
     return helper_progress(lock_.spin(), [this] {
         if (links_.is_open()) progress_locked();
     });

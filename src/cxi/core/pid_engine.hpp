@@ -9,6 +9,7 @@
 
 #include <array>
 #include <atomic>
+#include <memory>
 #include <vector>
 
 #include "common/av.hpp"
@@ -86,6 +87,9 @@ class PidEngine final : public ProgressSource,
         return serial() && !held_by_helper() ? recv_as<true>(a) : recv_as<false>(a);
     }
     bool serial() const { return lock_.serial() != nullptr; }
+    // Non-null when this engine is serialised on its own (FI_THREAD_COMPLETION): triggered
+    // operations for it fire only on threads that hold it (DeferredQueue::run).
+    const DomainSerial *own_serial() const { return own_serial_.get(); }
     // On the offload helper's thread while it holds this serialised domain.
     bool held_by_helper() const { return serial() && t_serial_held == lock_.serial(); }
     ssize_t peek(const RecvArgs &a);
@@ -143,7 +147,10 @@ class PidEngine final : public ProgressSource,
     CompletionBind tx_bind_, rx_bind_;
     bool rnr_ = false;
     uint64_t rnr_max_us_ = 0;
-    DataLock lock_;                       // a spinlock, or the domain's DomainSerial
+    // Under FI_THREAD_COMPLETION, this engine's own (its completion group's threads
+    // serialise their calls into it); before lock_, which points at it.
+    std::unique_ptr<DomainSerial> own_serial_;
+    DataLock lock_;                       // a spinlock, the domain's DomainSerial, or own_serial_
     std::atomic<bool> work_hint_{false};  // something needs progress without the application
     unsigned progress_calls_ = 0;
     PeerLinks links_;

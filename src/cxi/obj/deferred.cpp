@@ -72,6 +72,18 @@ fid_ep *ep_of(const fi_deferred_work &w, uint64_t &flags, size_t &iov_count) {
     }
 }
 
+// The serial an engine has of its own (FI_THREAD_COMPLETION), for the endpoint the
+// operation targets; null for counter operations and every other threading level.
+const DomainSerial *owner_of_ep(fid_ep *ep) {
+    EpView *v = ep ? owner_of<EpView>(ep) : nullptr;
+    return v && v->engine ? v->engine->own_serial() : nullptr;
+}
+const DomainSerial *owner_of_op(const fi_deferred_work &w) {
+    uint64_t flags = 0;
+    size_t iov_count = 0;
+    return owner_of_ep(ep_of(w, flags, iov_count));
+}
+
 // Copies a data operation, dropping the flags only the queue reads; true when it asked
 // for FI_CXI_CNTR_WB.
 template <class Op>
@@ -297,6 +309,7 @@ int DeferredQueue::queue(fi_deferred_work *w, const void *domain) {
     it.trigger = counter_of(w->triggering_cntr);
     it.threshold = w->threshold;
     it.completion = counter_of(w->completion_cntr);
+    it.owner = owner_of_op(*w);
     bool wb = false;
     switch (w->op_type) {
         case FI_OP_RECV:
@@ -344,7 +357,7 @@ void DeferredQueue::push(const Item &it, bool wb) {
     }
     it.trigger->watch_triggers();
     wake();
-    run();  // a threshold already met fires at once
+    run(nullptr);  // a threshold already met fires at once (its engine's, if serialised alone)
 }
 
 int DeferredQueue::queue_flagged(const FlaggedOp &op, const void *domain) {
@@ -361,6 +374,7 @@ int DeferredQueue::queue_flagged(const FlaggedOp &op, const void *domain) {
     it.trigger = trig;
     it.threshold = tc->trigger.threshold.threshold;
     it.flagged = true;
+    it.owner = owner_of_ep(op.ep);
     it.c.iov = op.iov;
     it.c.rma_iov = op.rma;
     if (op.flags & FI_INJECT)
@@ -396,7 +410,7 @@ int DeferredQueue::flush() {
     return 0;
 }
 
-void DeferredQueue::run() {
+void DeferredQueue::run(const DomainSerial *mine) {
     std::unique_lock r(running_, std::try_to_lock);
     if (!r.owns_lock()) return;  // another thread fires; the wake stays set for it
     ready_.store(false, std::memory_order_relaxed);
@@ -404,10 +418,16 @@ void DeferredQueue::run() {
         Item it;
         {
             std::lock_guard g(lock_);
-            auto due = std::find_if(items_.begin(), items_.end(), [](const Item &i) {
-                return i.trigger->current() >= i.threshold;
+            bool others = false;  // due, but for another engine's thread
+            auto due = std::find_if(items_.begin(), items_.end(), [&](const Item &i) {
+                if (i.trigger->current() < i.threshold) return false;
+                if (i.owner && i.owner != mine) others = true;
+                return !i.owner || i.owner == mine;
             });
-            if (due == items_.end()) return;
+            if (due == items_.end()) {
+                if (others) wake();  // their engines fire them when next progressed
+                return;
+            }
             it = *due;
             items_.erase(due);
         }

@@ -21,7 +21,8 @@
 
 namespace softnic {
 class Cntr;
-}
+class DomainSerial;
+}  // namespace softnic
 
 namespace softnic::cxi {
 
@@ -78,7 +79,11 @@ class DeferredQueue {
     int flush();
     void wake() { ready_.store(true, std::memory_order_release); }
     bool ready() const { return ready_.load(std::memory_order_relaxed); }
-    void run();  // fire what is due; never with a provider lock held
+    // Fire what is due; never with a provider lock held. `mine`: the engine serial the
+    // calling thread holds or may enter (FI_THREAD_COMPLETION); the operations of an
+    // engine serialised on its own fire only on a thread that passes its serial, the
+    // rest wait for that engine's progress.
+    void run(const DomainSerial *mine);
 
   private:
     // The one-entry iov arrays (and descriptors) an operation points at, copied when it
@@ -101,6 +106,8 @@ class DeferredQueue {
         bool writeback;    // FI_CXI_CNTR_WB: only write the trigger's word back
         Cntr *completion;  // counts the operation's completion (may be null)
         bool flagged;      // FI_TRIGGER: the endpoint's bindings complete it
+        // The target engine's own serial (FI_THREAD_COMPLETION), else null: any thread.
+        const DomainSerial *owner;
         Copies c;
         union {
             fi_op_msg msg;

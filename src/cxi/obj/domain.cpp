@@ -256,6 +256,11 @@ Domain::Domain(Fabric &fabric, const fi_info &info, const SoftNic &nic, void *co
         serial_ = std::make_unique<DomainSerial>();
         SN_INFO(FI_LOG_DOMAIN, "%s: FI_THREAD_DOMAIN, the data path takes no lock\n",
                 nic.name.c_str());
+    } else if (info.domain_attr->threading == FI_THREAD_COMPLETION && e.serial_domain &&
+               DomainSerial::available()) {
+        completion_serial_ = true;
+        SN_INFO(FI_LOG_DOMAIN, "%s: FI_THREAD_COMPLETION, each endpoint takes no lock\n",
+                nic.name.c_str());
     }
     size_t mtu = e.udp_mtu ? e.udp_mtu : nic.mtu;
     udp_cfg_.max_datagram = std::min<size_t>(mtu > 576 ? mtu - 28 : 548, 65507);

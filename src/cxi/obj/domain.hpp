@@ -75,6 +75,11 @@ class Domain {
     DomainSerial *serial() {
         return serial_.get();
     }
+    // FI_THREAD_COMPLETION (with membarrier(2) and FI_CXI_SERIAL_DOMAIN): each engine is
+    // serialised on its own (PidEngine's own DomainSerial); the domain keeps its locks.
+    bool completion_serial() const {
+        return completion_serial_;
+    }
     // fi_writedata needs FI_CXI_ENABLE_WRITEDATA, provider keys and CQ data.
     bool writedata() const;
     // Whether a remote key names an optimized MR (the restricted, unordered path).
@@ -158,6 +163,7 @@ class Domain {
     std::array<std::atomic<uint64_t>, C1_CNTR_SIZE> hw_{};
     std::atomic<uint64_t> *remote_hw_ = nullptr;  // in the window
     std::unique_ptr<DomainSerial> serial_;
+    bool completion_serial_ = false;
     RefCount refs_;
 };
 

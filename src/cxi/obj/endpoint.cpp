@@ -92,7 +92,9 @@ uint64_t default_rx_flags(uint64_t f) {
 }
 
 void install_data_ops(EpView &v, bool enabled) {
-    const bool serial = enabled && v.ep->domain().serial();
+    // Serialised: the domain (FI_THREAD_DOMAIN) or the engine alone (FI_THREAD_COMPLETION).
+    const bool serial =
+        enabled && (v.engine ? v.engine->serial() : v.ep->domain().serial() != nullptr);
     v.h.fid.msg = !enabled ? &msg_disabled_ops : serial ? &msg_serial_ops : &msg_ops;
     v.h.fid.tagged = !enabled ? &tagged_disabled_ops : serial ? &tagged_serial_ops : &tagged_ops;
     v.h.fid.rma = enabled ? &rma_ops : &rma_disabled_ops;

@@ -198,7 +198,7 @@ int Endpoint::enable(EpView &v) {
     }
     if (v.engine) {
         EpView *target = &v;
-        const bool serial = domain_.serial();
+        const bool serial = v.engine->serial();
         target->h.fid.msg = serial ? &msg_serial_ops : &msg_ops;
         target->h.fid.tagged = serial ? &tagged_serial_ops : &tagged_ops;
         target->h.fid.rma = &rma_ops;

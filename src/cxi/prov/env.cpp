@@ -118,8 +118,9 @@ const ParamDef kParams[] = {
      "is not calling in."},
     {ParamDef::kBool, "serial_domain",
      "softnic: under FI_THREAD_DOMAIN, take no locked instruction on the "
-     "data path (the offload helper comes in through membarrier(2)); "
-     "0 = lock as under FI_THREAD_SAFE."},
+     "data path, under FI_THREAD_COMPLETION no lock of an endpoint's own (the "
+     "offload helper comes in through membarrier(2)); 0 = lock as under "
+     "FI_THREAD_SAFE."},
 };
 
 // The FI_CXI_COLL_* variables: the two timers are ours; the rest are read and checked
