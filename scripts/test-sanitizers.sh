@@ -5,8 +5,9 @@
 # whose processes are ours run with any report fatal. The integration tests that drive
 # libfabric's own clients (fi_pingpong, Open MPI: no sanitizer runtime to load the
 # plugins into) and the soak (Open MPI, and minutes) are left to the main run, and so are
-# the suites repeated under FI_THREAD_DOMAIN (serial.*: the same engine code; its own
-# tests, SerialDomainTest and unit.DomainSerial, run here, and TSan runs the rest).
+# the suites repeated under FI_THREAD_DOMAIN and FI_THREAD_COMPLETION (serial.*,
+# completion.*: the same engine code; their own tests, SerialDomainTest and
+# unit.DomainSerial, run here, and TSan runs the rest).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${SAN_BUILD_DIR:-build-san}
@@ -17,4 +18,4 @@ export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:abort_on_error=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$supp/ubsan.supp"
 export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
 ctest --test-dir "$dir" --output-on-failure -j"${JOBS:-2}" --timeout 900 \
-    -E '^integration\.|^tools\.|^soak\.|^serial\.' "$@"
+    -E '^integration\.|^tools\.|^soak\.|^serial\.|^completion\.' "$@"
