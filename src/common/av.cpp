@@ -165,7 +165,7 @@ unsigned Av::rx_index(fi_addr_t a) const {
     return rx_ctx_bits_ ? static_cast<unsigned>(a >> (64 - rx_ctx_bits_)) : 0;
 }
 
-Av::Entry *Av::entry(fi_addr_t fi_addr) const {
+Av::Entry *Av::entry_general(fi_addr_t fi_addr) const {
     size_t i = base_index(fi_addr);
     if (read_only_ && fi_addr != FI_ADDR_UNSPEC && i >= synced_)
         const_cast<Av *>(this)->sync_shared();  // inserted by the creator since we looked

@@ -91,8 +91,15 @@ class Av {
     size_t acquire_auth_keys(std::vector<uint8_t> &out);
     void release_auth_keys();
 
-    // Data path: the entry for an index (masked of rx context bits), or null.
-    Entry *entry(fi_addr_t fi_addr) const;
+    // Data path: the entry for an index (masked of rx context bits), or null. Inline: a
+    // directed receive checks its source with it (MPI's every receive).
+    Entry *entry(fi_addr_t fi_addr) const {
+        if (rx_ctx_bits_ || read_only_) [[unlikely]]
+            return entry_general(fi_addr);
+        if (fi_addr >= capacity_.load(std::memory_order_acquire)) return nullptr;  // UNSPEC too
+        Entry &e = slot(fi_addr);
+        return e.refs ? &e : nullptr;
+    }
     // The fi_addr (or user id) an address was inserted as, FI_ADDR_NOTAVAIL if none.
     fi_addr_t reverse(uint64_t key) const;
     // Strip the receive-context bits of a scalable-endpoint address.
@@ -116,7 +123,8 @@ class Av {
     // The address of a FI_AUTH_KEY insert under the key `handle` names; false if none.
     bool under_auth_key(fi_addr_t handle, uint8_t *addr) const;
     void place_at(size_t i, const void *addr);
-    void sync_shared();  // a reader catches up with the creator's table
+    void sync_shared();                             // a reader catches up with the creator's table
+    Entry *entry_general(fi_addr_t fi_addr) const;  // scalable or named, read-only AVs
     int open_shared(const fi_av_attr &attr);
     Entry &slot(size_t i) const { return chunks_[i / kChunk].get()[i % kChunk]; }
 
