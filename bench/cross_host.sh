@@ -19,6 +19,9 @@
 # the same CPUs: on a small machine anything else running (a build) turns microseconds
 # into milliseconds. The script says so when the load average is not near zero.
 #
+# FLOOR_CALLS=mmsg: the floor with the system calls softnic's UDP transport makes
+# (recvmmsg of one datagram, sendmsg; udp_floor -m) instead of recvfrom and sendto.
+#
 # BUILD=<dir>: use the plugins of that build (<dir>/lib) as they are; by default the
 # checkout is built incrementally into ./build first, as bench/run.sh does.
 set -euo pipefail
@@ -30,6 +33,8 @@ LAT_ITERS=${LAT_ITERS:-10000}
 BW_ITERS=${BW_ITERS:-500}
 RUN_TIMEOUT=${RUN_TIMEOUT:-30}
 MTU=${MTU:-9000}
+FLOOR_ARGS=()
+[ "${FLOOR_CALLS:-}" = mmsg ] && FLOOR_ARGS=(-m)
 if [ "${1:-}" = "--quick" ]; then REPEAT=1; LAT_ITERS=1000; BW_ITERS=50; fi
 FABTESTS_BIN=${FABTESTS_BIN:-/opt/fabtests/bin}
 PROVIDERS=("cxi" "tcp;ofi_rxm" "udp;ofi_rxd")
@@ -83,9 +88,9 @@ pair() {
 # The plain-UDP floor: one udp_floor run at $1 bytes; prints its result line.
 floor_run() {
     port=$((port + 1))
-    in_a timeout "$RUN_TIMEOUT" "$tmp/udp_floor" -s -p "$port" >/dev/null 2>&1 &
+    in_a timeout "$RUN_TIMEOUT" "$tmp/udp_floor" -s -p "$port" "${FLOOR_ARGS[@]}" >/dev/null 2>&1 &
     local server=$! line
-    line=$(in_b timeout "$RUN_TIMEOUT" "$tmp/udp_floor" -p "$port" -S "$1" -I "$LAT_ITERS" \
+    line=$(in_b timeout "$RUN_TIMEOUT" "$tmp/udp_floor" -p "$port" -S "$1" -I "$LAT_ITERS" "${FLOOR_ARGS[@]}" \
         "$IP_A" 2>/dev/null | tail -1) || true
     kill "$server" 2>/dev/null || true
     wait "$server" 2>/dev/null || true
@@ -169,8 +174,9 @@ fi
 echo "Two network namespaces over a veth, mtu $MTU; median of $REPEAT runs;" \
     "$LAT_ITERS iterations for latency, $BW_ITERS for bandwidth; $(nproc) CPUs," \
     "load average $(cut -d' ' -f1-3 /proc/loadavg) at the start."
-echo "UDP floor: bench/udp_floor, plain UDP sockets, busy-polling; average one-way" \
-    "latency as fi_pingpong's usec/xfer, the median of its round trips in parentheses."
+echo "UDP floor: bench/udp_floor, plain UDP sockets, busy-polling" \
+    "($([ ${#FLOOR_ARGS[@]} -gt 0 ] && echo "recvmmsg and sendmsg" || echo "recvfrom and sendto"));" \
+    "average one-way latency as fi_pingpong's usec/xfer, the median of its round trips in parentheses."
 echo
 bench_machine
 echo
