@@ -171,9 +171,38 @@ void Cq::push_locked(const Completion &c) {
 }
 
 void Cq::serialise_by(DomainSerial *s) {
+    domain_serial_ = s;
+    use_serial(s);
+}
+
+void Cq::use_serial(DomainSerial *s) {
     lock_.serialise_by(s);
     progress_.serialise_by(s);
     handle_.fid.ops = s ? &cq_serial_ops : &cq_ops;
+}
+
+void Cq::bind_engine(DomainSerial *s) {
+    if (domain_serial_ || engines_shared_) return;  // the domain's serial, or the lock for good
+    DomainSerial *cur = lock_.serial();
+    if (cur && cur == s) return;  // the same engine, its other direction
+    if (!cur && !engine_bound_ && s) {
+        engine_bound_ = true;  // nothing completes into the CQ yet: no engine was bound
+        use_serial(s);
+        return;
+    }
+    engines_shared_ = true;
+    if (!cur) return;
+    // The first engine's helper may be pushing: hold that engine as its application
+    // does, so that the helper is out while the lock changes kind.
+    cur->enter();
+    use_serial(nullptr);
+    cur->leave();
+}
+
+void Cq::unbind_engine(DomainSerial *s) {
+    if (!s || domain_serial_ || lock_.serial() != s) return;
+    use_serial(nullptr);
+    engines_shared_ = true;
 }
 
 [[gnu::noinline]] void Cq::grow() {
@@ -291,12 +320,16 @@ ssize_t Cq::readerr(fi_cq_err_entry *out, uint64_t flags) {
     return 1;
 }
 
-// With a wait object the reader sleeps (wait.hpp); without one it polls, as before.
+// With a wait object the reader sleeps (wait.hpp); without one it polls, as before. The
+// read is the one fi_cq_read would make: in a serialised domain, under the domain's
+// serial, not the spinlock that the helper's pushes never take.
 ssize_t Cq::sread(void *buf, size_t count, fi_addr_t *src, int timeout_ms) {
     ssize_t n = -FI_EAGAIN;
+    const bool serial = lock_.serial() != nullptr;
     auto ready = [&] {
         if (signaled_.exchange(false, std::memory_order_acq_rel)) return true;
-        return (n = read(buf, count, src)) != -FI_EAGAIN;
+        n = serial ? read<true>(buf, count, src) : read<false>(buf, count, src);
+        return n != -FI_EAGAIN;
     };
     if (wait_)
         sleep_until(*wait_, timeout_ms, ready);

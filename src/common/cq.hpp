@@ -91,6 +91,15 @@ class Cq {
     // (FI_THREAD_DOMAIN, common/serial.hpp), and only endpoints of that domain bind it.
     void serialise_by(DomainSerial *s);
     DomainSerial *serial() const { return lock_.serial(); }
+    // The domain's serial the CQ was opened under (null: none), which a bind checks.
+    DomainSerial *domain_serial() const { return domain_serial_; }
+    // FI_THREAD_COMPLETION: an engine binds this CQ, `s` its own serial (null for an
+    // engine with locks). While one engine alone completes into it, the CQ takes that
+    // engine's serial and no lock of its own; a second engine puts it back on its lock
+    // for good. On the binding application's thread, before the new engine runs.
+    void bind_engine(DomainSerial *s);
+    // That engine goes, its helper gone: the CQ keeps its own lock from then on.
+    void unbind_engine(DomainSerial *s);
     // Run when the CQ closes (a provider's resource accounting).
     void on_close(std::function<void()> f) { on_close_ = std::move(f); }
     RefCount &refs() { return refs_; }
@@ -158,6 +167,7 @@ class Cq {
         return true;
     }
     void push_queued(const Completion &c);
+    void use_serial(DomainSerial *s);  // the lock's kind, the list's and the ops table
     // Under the lock: a plain store, since only lock holders write it.
     void add_pending(ptrdiff_t d) {
         pending_.store(pending_.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
@@ -215,6 +225,9 @@ class Cq {
     size_t entry_size_;
     ProvStrError prov_strerror_;
     DataLock lock_;
+    DomainSerial *domain_serial_ = nullptr;
+    bool engine_bound_ = false;    // an engine's serial was taken (bind_engine)
+    bool engines_shared_ = false;  // more than one engine, or one with locks: the lock
     static constexpr size_t kInitialRing = 1024;
     std::vector<Completion> ring_;  // grows when full: completions are never dropped
     size_t mask_;                   // ring_.size() - 1: the size is a power of two

@@ -122,6 +122,113 @@ TEST_P(SerialDomainTest, TheHelperFiresATriggeredSendWhileTheApplicationSleeps) 
     EXPECT_EQ(out, in);
 }
 
+// fi_cq_sread in a serialised domain reads under the domain's serial, as fi_cq_read does,
+// while the helper may be pushing into the same CQ (before the fix it took the CQ's
+// spinlock, which the helper's pushes never take). Here: the reader sleeps in sread, the
+// send fires from the trigger, and every completion and byte arrives.
+TEST_P(SerialDomainTest, SreadWaitsForATriggeredSend) {
+    EpOptions o = serial();
+    o.caps |= FI_TRIGGER;
+    o.cq_wait = FI_WAIT_FD;
+    Pair p = make_pair(o, o);
+    fi_cntr_attr ca{};
+    Fid<fid_cntr> trig;
+    ASSERT_OK(fi_cntr_open(domain("cxi0", o), &ca, trig.out(), nullptr));
+    fi_triggered_context tc{};
+    tc.event_type = FI_TRIGGER_THRESHOLD;
+    tc.trigger.threshold.cntr = trig.get();
+    tc.trigger.threshold.threshold = 1;
+    std::vector<uint8_t> out = pattern(100, 9), in(100);
+    int rctx = 0;
+    ASSERT_OK(fi_trecv(p.b->ep(), in.data(), in.size(), nullptr, FI_ADDR_UNSPEC, 3, 0, &rctx));
+    iovec iov{out.data(), out.size()};
+    fi_msg_tagged m{&iov, nullptr, 1, p.a2b, 3, 0, &tc, 0};
+    ASSERT_OK(fi_tsendmsg(p.a->ep(), &m, FI_TRIGGER | FI_COMPLETION));
+    ASSERT_OK(fi_cntr_add(trig.get(), 1));
+    fi_cq_tagged_entry e{};
+    ASSERT_EQ(1, fi_cq_sread(p.a->tx().get(), &e, 1, nullptr, 10000)) << "the send's completion";
+    EXPECT_EQ(&tc, e.op_context);
+    ASSERT_EQ(1, fi_cq_sread(p.b->rx().get(), &e, 1, nullptr, 10000)) << "its receive";
+    EXPECT_EQ(&rctx, e.op_context);
+    EXPECT_EQ(out, in);
+}
+
+// FI_THREAD_COMPLETION: a CQ that one endpoint alone completes into takes that engine's
+// serial; a second endpoint bound to it puts it back on its own lock while the first may
+// be running (its helper held out meanwhile), and an endpoint's close leaves the CQ its
+// lock. Two endpoints share one CQ here, eager and rendezvous both ways, the helper
+// coming in while the test sleeps; then one closes and the other goes on.
+TEST_P(SerialDomainTest, EndpointsSharingACqUnderCompletion) {
+    EpOptions o;
+    o.threading = FI_THREAD_COMPLETION;
+    RawEp r = raw_ep("cxi0", o);
+    Fid<fid_ep> ep2;
+    ASSERT_OK(fi_endpoint(domain("cxi0", o), r.info.get(), ep2.out(), nullptr));
+    EndpointPtr peer = make_ep(peer_domain(), o);
+    fi_addr_t to_peer = FI_ADDR_NOTAVAIL;
+    ASSERT_EQ(1, fi_av_insert(r.av.get(), peer->name().data(), 1, &to_peer, 0, nullptr));
+    fi_addr_t to[2];
+    fid_ep *eps[2] = {r.ep.get(), ep2.get()};
+    for (int i = 0; i < 2; i++) {
+        ASSERT_OK(fi_ep_bind(eps[i], &r.av.get()->fid, 0));
+        ASSERT_OK(fi_ep_bind(eps[i], &r.cq.get()->fid, FI_TRANSMIT | FI_RECV));
+        ASSERT_OK(fi_enable(eps[i]));
+        std::vector<uint8_t> name(256);
+        size_t len = name.size();
+        ASSERT_OK(fi_getname(&eps[i]->fid, name.data(), &len));
+        name.resize(len);
+        to[i] = peer->insert(name);
+    }
+    auto round = [&](int n, int r_i) {  // n endpoints from eps[0]; false on a loss
+        const size_t len = r_i % 4 == 0 ? 64 * 1024 : 8;
+        std::vector<std::vector<uint8_t>> out(2), in(2), back(2), back_in(2);
+        int rctx[2], sctx[2], prctx[2], psctx[2];
+        std::vector<const void *> want;
+        for (int i = 0; i < n; i++) {
+            out[i] = pattern(len, uint32_t(r_i * 4 + i));
+            back[i] = pattern(len, uint32_t(r_i * 4 + i + 2));
+            in[i].assign(len, 0);
+            back_in[i].assign(len, 0);
+            EXPECT_EQ(0, fi_trecv(eps[i], in[i].data(), len, nullptr, FI_ADDR_UNSPEC,
+                                  uint64_t(i), 0, &rctx[i]));
+            EXPECT_EQ(0, fi_trecv(peer->ep(), back_in[i].data(), len, nullptr, FI_ADDR_UNSPEC,
+                                  uint64_t(8 + i), 0, &prctx[i]));
+            EXPECT_EQ(0, fi_tsend(peer->ep(), out[i].data(), len, nullptr, to[i], uint64_t(i),
+                                  &psctx[i]));
+            EXPECT_EQ(0, fi_tsend(eps[i], back[i].data(), len, nullptr, to_peer,
+                                  uint64_t(8 + i), &sctx[i]));
+            want.insert(want.end(), {&rctx[i], &sctx[i]});
+        }
+        if (r_i % 8 == 3) std::this_thread::sleep_for(std::chrono::milliseconds(3));  // helper
+        size_t got = 0;
+        bool ok = poll_until([&] {
+            peer->tx().poll();
+            peer->rx().poll();
+            fi_cq_tagged_entry e[4];
+            ssize_t k = fi_cq_read(r.cq.get(), e, 4);
+            for (ssize_t j = 0; j < k; j++) {
+                EXPECT_NE(want.end(), std::find(want.begin(), want.end(), e[j].op_context));
+                got++;
+            }
+            return got == want.size();
+        });
+        for (int i = 0; i < n && ok; i++) {
+            ok = poll_alone(peer->rx(), &prctx[i]) && poll_alone(peer->tx(), &psctx[i]);
+            EXPECT_EQ(out[i], in[i]);
+            EXPECT_EQ(back[i], back_in[i]);
+        }
+        return ok;
+    };
+    for (int r_i = 0; r_i < 64; r_i++)
+        ASSERT_TRUE(round(2, r_i)) << "round " << r_i << " of two endpoints";
+    ASSERT_OK(ep2.close());  // the CQ keeps its own lock
+    for (int r_i = 0; r_i < 16; r_i++)
+        ASSERT_TRUE(round(1, r_i)) << "round " << r_i << " of one endpoint";
+    ASSERT_OK(r.ep.close());
+    fi_cq_tagged_entry e;
+    EXPECT_EQ(-FI_EAGAIN, fi_cq_read(r.cq.get(), &e, 1)) << "a CQ whose endpoints are gone";
+}
+
 // A CQ's lock is its domain's promise: one of a serialised domain is not bound to an
 // endpoint of another domain, nor the other way round.
 TEST_P(SerialDomainTest, ACqOfAnotherDomainIsRefused) {

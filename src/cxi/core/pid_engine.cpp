@@ -30,6 +30,7 @@ PidEngine::~PidEngine() {
     close();
     for (CompletionBind *b : {&tx_bind_, &rx_bind_}) {
         if (b->cq) {
+            b->cq->unbind_engine(own_serial_.get());  // the helper is gone (close)
             b->cq->progress().remove(progress_source());
             b->cq->refs().put();
         }

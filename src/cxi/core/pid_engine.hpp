@@ -89,7 +89,7 @@ class PidEngine final : public ProgressSource,
     bool serial() const { return lock_.serial() != nullptr; }
     // Non-null when this engine is serialised on its own (FI_THREAD_COMPLETION): triggered
     // operations for it fire only on threads that hold it (DeferredQueue::run).
-    const DomainSerial *own_serial() const { return own_serial_.get(); }
+    DomainSerial *own_serial() const { return own_serial_.get(); }
     // On the offload helper's thread while it holds this serialised domain.
     bool held_by_helper() const { return serial() && t_serial_held == lock_.serial(); }
     ssize_t peek(const RecvArgs &a);

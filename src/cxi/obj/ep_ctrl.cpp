@@ -41,7 +41,7 @@ int Endpoint::bind_cq(EpView &v, Cq *cq, uint64_t flags) {
     if (flags & ~(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION))
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "bad CQ bind flags 0x%lx\n", flags);
     if (!v.engine) SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "bind CQs to the SEP's contexts\n");
-    if (cq->serial() != domain_.serial())  // its lock is one domain's promise (serial.hpp)
+    if (cq->domain_serial() != domain_.serial())  // one domain's promise (serial.hpp)
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL,
                   "a CQ of another domain, under FI_THREAD_DOMAIN in one of them\n");
     bool sel = flags & FI_SELECTIVE_COMPLETION;
@@ -49,6 +49,8 @@ int Endpoint::bind_cq(EpView &v, Cq *cq, uint64_t flags) {
     bool rx = (flags & FI_RECV) && (v.side & kRx);
     if ((tx && v.engine->tx_bind().cq) || (rx && v.engine->rx_bind().cq))
         SN_REJECT(-FI_EINVAL, FI_LOG_EP_CTRL, "a CQ is already bound for that direction\n");
+    // FI_THREAD_COMPLETION: the CQ's lock chosen before this engine can complete into it
+    if (tx || rx) cq->bind_engine(v.engine->own_serial());
     if (tx) {
         v.engine->tx_bind().cq = cq;
         v.engine->tx_bind().selective = sel;
