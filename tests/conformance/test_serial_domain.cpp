@@ -45,6 +45,35 @@ class SerialDomainTest : public TransportTest {
             v[i] = uint8_t(i * 7 + seed);
         return v;
     }
+    // A serialised domain whose CQs have a descriptor to sleep on, and triggered sends.
+    static EpOptions serial_triggered() {
+        EpOptions o = serial();
+        o.caps |= FI_TRIGGER;
+        o.cq_wait = FI_WAIT_FD;
+        return o;
+    }
+    // 100 bytes from p.a to p.b, posted with FI_TRIGGER to go when `trig` reaches 1, and
+    // their receive. Stays where it is: `tc` is the send's context.
+    struct ArmedSend {
+        Fid<fid_cntr> trig;
+        fi_triggered_context tc{};
+        std::vector<uint8_t> out, in;
+        int rctx = 0;
+    };
+    void arm_send(Pair &p, const EpOptions &o, uint64_t tag, uint8_t seed, ArmedSend &s) {
+        fi_cntr_attr ca{};
+        ASSERT_OK(fi_cntr_open(domain("cxi0", o), &ca, s.trig.out(), nullptr));
+        s.tc.event_type = FI_TRIGGER_THRESHOLD;
+        s.tc.trigger.threshold.cntr = s.trig.get();
+        s.tc.trigger.threshold.threshold = 1;
+        s.out = pattern(100, seed);
+        s.in.assign(100, 0);
+        ASSERT_OK(fi_trecv(p.b->ep(), s.in.data(), s.in.size(), nullptr, FI_ADDR_UNSPEC, tag, 0,
+                           &s.rctx));
+        iovec iov{s.out.data(), s.out.size()};
+        fi_msg_tagged m{&iov, nullptr, 1, p.a2b, tag, 0, &s.tc, 0};
+        ASSERT_OK(fi_tsendmsg(p.a->ep(), &m, FI_TRIGGER | FI_COMPLETION));
+    }
 };
 
 // The receiver pulls a rendezvous message while the sender's application never calls in:
@@ -92,34 +121,21 @@ TEST_P(SerialDomainTest, TheHelperAndTheApplicationTakeTurns) {
 // issues the send (through the tables with locks, deferred.cpp: as the application it
 // would write the count that only the application writes).
 TEST_P(SerialDomainTest, TheHelperFiresATriggeredSendWhileTheApplicationSleeps) {
-    EpOptions o = serial();
-    o.caps |= FI_TRIGGER;
-    o.cq_wait = FI_WAIT_FD;
+    const EpOptions o = serial_triggered();
     Pair p = make_pair(o, o);
-    fi_cntr_attr ca{};
-    Fid<fid_cntr> trig;
-    ASSERT_OK(fi_cntr_open(domain("cxi0", o), &ca, trig.out(), nullptr));
-    fi_triggered_context tc{};
-    tc.event_type = FI_TRIGGER_THRESHOLD;
-    tc.trigger.threshold.cntr = trig.get();
-    tc.trigger.threshold.threshold = 1;
-    std::vector<uint8_t> out = pattern(100, 5), in(100);
-    int rctx = 0;
-    ASSERT_OK(fi_trecv(p.b->ep(), in.data(), in.size(), nullptr, FI_ADDR_UNSPEC, 7, 0, &rctx));
-    iovec iov{out.data(), out.size()};
-    fi_msg_tagged m{&iov, nullptr, 1, p.a2b, 7, 0, &tc, 0};
-    ASSERT_OK(fi_tsendmsg(p.a->ep(), &m, FI_TRIGGER | FI_COMPLETION));
+    ArmedSend s;
+    ASSERT_NO_FATAL_FAILURE(arm_send(p, o, 7, 5, s));
     fid_cq *cq = p.a->tx().get();
     int fd = -1;
     ASSERT_OK(fi_control(&cq->fid, FI_GETWAIT, &fd));
     fid *fids[] = {&cq->fid};
     ASSERT_OK(fi_trywait(fabric(), fids, 1));
-    ASSERT_OK(fi_cntr_add(trig.get(), 1));  // wakes the queue; nothing is issued yet
+    ASSERT_OK(fi_cntr_add(s.trig.get(), 1));  // wakes the queue; nothing is issued yet
     pollfd pf{fd, POLLIN, 0};
     ASSERT_EQ(1, ::poll(&pf, 1, 10000)) << "the send did not fire while the application slept";
-    ASSERT_TRUE(poll_alone(p.a->tx(), &tc)) << "the triggered send's completion";
-    ASSERT_TRUE(poll_alone(p.b->rx(), &rctx)) << "its receive";
-    EXPECT_EQ(out, in);
+    ASSERT_TRUE(poll_alone(p.a->tx(), &s.tc)) << "the triggered send's completion";
+    ASSERT_TRUE(poll_alone(p.b->rx(), &s.rctx)) << "its receive";
+    EXPECT_EQ(s.out, s.in);
 }
 
 // fi_cq_sread in a serialised domain reads under the domain's serial, as fi_cq_read does,
@@ -127,30 +143,17 @@ TEST_P(SerialDomainTest, TheHelperFiresATriggeredSendWhileTheApplicationSleeps) 
 // spinlock, which the helper's pushes never take). Here: the reader sleeps in sread, the
 // send fires from the trigger, and every completion and byte arrives.
 TEST_P(SerialDomainTest, SreadWaitsForATriggeredSend) {
-    EpOptions o = serial();
-    o.caps |= FI_TRIGGER;
-    o.cq_wait = FI_WAIT_FD;
+    const EpOptions o = serial_triggered();
     Pair p = make_pair(o, o);
-    fi_cntr_attr ca{};
-    Fid<fid_cntr> trig;
-    ASSERT_OK(fi_cntr_open(domain("cxi0", o), &ca, trig.out(), nullptr));
-    fi_triggered_context tc{};
-    tc.event_type = FI_TRIGGER_THRESHOLD;
-    tc.trigger.threshold.cntr = trig.get();
-    tc.trigger.threshold.threshold = 1;
-    std::vector<uint8_t> out = pattern(100, 9), in(100);
-    int rctx = 0;
-    ASSERT_OK(fi_trecv(p.b->ep(), in.data(), in.size(), nullptr, FI_ADDR_UNSPEC, 3, 0, &rctx));
-    iovec iov{out.data(), out.size()};
-    fi_msg_tagged m{&iov, nullptr, 1, p.a2b, 3, 0, &tc, 0};
-    ASSERT_OK(fi_tsendmsg(p.a->ep(), &m, FI_TRIGGER | FI_COMPLETION));
-    ASSERT_OK(fi_cntr_add(trig.get(), 1));
+    ArmedSend s;
+    ASSERT_NO_FATAL_FAILURE(arm_send(p, o, 3, 9, s));
+    ASSERT_OK(fi_cntr_add(s.trig.get(), 1));
     fi_cq_tagged_entry e{};
     ASSERT_EQ(1, fi_cq_sread(p.a->tx().get(), &e, 1, nullptr, 10000)) << "the send's completion";
-    EXPECT_EQ(&tc, e.op_context);
+    EXPECT_EQ(&s.tc, e.op_context);
     ASSERT_EQ(1, fi_cq_sread(p.b->rx().get(), &e, 1, nullptr, 10000)) << "its receive";
-    EXPECT_EQ(&rctx, e.op_context);
-    EXPECT_EQ(out, in);
+    EXPECT_EQ(&s.rctx, e.op_context);
+    EXPECT_EQ(s.out, s.in);
 }
 
 // FI_THREAD_COMPLETION: a CQ that one endpoint alone completes into takes that engine's
@@ -189,14 +192,14 @@ TEST_P(SerialDomainTest, EndpointsSharingACqUnderCompletion) {
             back[i] = pattern(len, uint32_t(r_i * 4 + i + 2));
             in[i].assign(len, 0);
             back_in[i].assign(len, 0);
-            EXPECT_EQ(0, fi_trecv(eps[i], in[i].data(), len, nullptr, FI_ADDR_UNSPEC,
-                                  uint64_t(i), 0, &rctx[i]));
+            EXPECT_EQ(0, fi_trecv(eps[i], in[i].data(), len, nullptr, FI_ADDR_UNSPEC, uint64_t(i),
+                                  0, &rctx[i]));
             EXPECT_EQ(0, fi_trecv(peer->ep(), back_in[i].data(), len, nullptr, FI_ADDR_UNSPEC,
                                   uint64_t(8 + i), 0, &prctx[i]));
             EXPECT_EQ(0, fi_tsend(peer->ep(), out[i].data(), len, nullptr, to[i], uint64_t(i),
                                   &psctx[i]));
-            EXPECT_EQ(0, fi_tsend(eps[i], back[i].data(), len, nullptr, to_peer,
-                                  uint64_t(8 + i), &sctx[i]));
+            EXPECT_EQ(0, fi_tsend(eps[i], back[i].data(), len, nullptr, to_peer, uint64_t(8 + i),
+                                  &sctx[i]));
             want.insert(want.end(), {&rctx[i], &sctx[i]});
         }
         if (r_i % 8 == 3) std::this_thread::sleep_for(std::chrono::milliseconds(3));  // helper

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <chrono>
 #include <cstring>
 #include <ctime>
 #include <map>
@@ -456,8 +457,12 @@ TEST(UdpReliable, WithoutARoundTripSampleTheTimerStaysAtFirstContact) {
     ASSERT_TRUE(ab->acked(ab->last_token()));
     send_some(8);
     uint64_t before = p.a->stats().retransmits;
+    const auto t0 = std::chrono::steady_clock::now();
     poll_alone(*p.a, sa, 1000);  // b pauses again, for less than the first-contact timer
-    EXPECT_EQ(p.a->stats().retransmits, before) << ab->describe();
+    // A machine that held this thread off past the timer (2 ms) may rightly resend.
+    if (std::chrono::steady_clock::now() - t0 < std::chrono::microseconds(1800)) {
+        EXPECT_EQ(p.a->stats().retransmits, before) << ab->describe();
+    }
     settle(p, ab, sa, sb);
     EXPECT_TRUE(ab->acked(ab->last_token()));
     EXPECT_EQ(n, sb.next);
