@@ -185,8 +185,7 @@ void Cq::bind_engine(DomainSerial *s) {
     if (domain_serial_ || engines_shared_) return;  // the domain's serial, or the lock for good
     DomainSerial *cur = lock_.serial();
     if (cur && cur == s) return;  // the same engine, its other direction
-    if (!cur && !engine_bound_ && s) {
-        engine_bound_ = true;  // nothing completes into the CQ yet: no engine was bound
+    if (!cur && s) {              // the first engine: nothing completes into the CQ yet
         use_serial(s);
         return;
     }

@@ -90,7 +90,6 @@ class Cq {
     // Before the CQ is shared: its domain's application serialises its calls
     // (FI_THREAD_DOMAIN, common/serial.hpp), and only endpoints of that domain bind it.
     void serialise_by(DomainSerial *s);
-    DomainSerial *serial() const { return lock_.serial(); }
     // The domain's serial the CQ was opened under (null: none), which a bind checks.
     DomainSerial *domain_serial() const { return domain_serial_; }
     // FI_THREAD_COMPLETION: an engine binds this CQ, `s` its own serial (null for an
@@ -226,8 +225,7 @@ class Cq {
     ProvStrError prov_strerror_;
     DataLock lock_;
     DomainSerial *domain_serial_ = nullptr;
-    bool engine_bound_ = false;    // an engine's serial was taken (bind_engine)
-    bool engines_shared_ = false;  // more than one engine, or one with locks: the lock
+    bool engines_shared_ = false;  // two engines, or one with locks: the lock for good
     static constexpr size_t kInitialRing = 1024;
     std::vector<Completion> ring_;  // grows when full: completions are never dropped
     size_t mask_;                   // ring_.size() - 1: the size is a power of two
