@@ -285,6 +285,65 @@ TEST(ShmRing, ARingBeingMadeIsNotReclaimed) {
     shm_unlink(name.c_str());
 }
 
+// Leaves the ring `name` behind with its owner dead, as a killed process does.
+void leave_stale_ring(const std::string &name) {
+    pid_t child = fork();
+    if (child == 0) {
+        int err = 0;
+        auto q = ShmRxQueue::create(name, RingGeometry{256, 16}, err);
+        _exit(q ? 0 : 1);  // no destructors: the segment stays behind
+    }
+    int status = 0;
+    ASSERT_EQ(child, waitpid(child, &status, 0));
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+// Several processes starting at once find one dead process's ring under the name they
+// all want. Exactly one must end up owning the name, and keep it: a second reclaimer of
+// the old ring, let in after the first had made its new one, unlinked the new one (two
+// endpoints with one address, and senders to it failed with "nobody listens at that PID":
+// one 8-byte ping-pong start in about fifty, when the last run's rings were left behind).
+TEST(ShmRing, RacingReclaimersOfAStaleRingLeaveOneOwnerWithItsName) {
+    constexpr int kRounds = 40, kRacers = 4;
+    for (int round = 0; round < kRounds; round++) {
+        std::string name = unique_name("contended");
+        leave_stale_ring(name);
+        int go[2];
+        ASSERT_EQ(0, pipe(go));
+        std::vector<pid_t> racers;
+        for (int r = 0; r < kRacers; r++) {
+            pid_t child = fork();
+            if (child == 0) {
+                char c;
+                close(go[1]);
+                if (read(go[0], &c, 1) != 0) _exit(3);  // all start when the pipe closes
+                int err = 0;
+                auto q = ShmRxQueue::create(name, RingGeometry{256, 16}, err);
+                if (!q) _exit(err == -EADDRINUSE ? 0 : 4);
+                usleep(20000);  // the others have given up by now
+                auto l = ShmLink::open(name, err);
+                _exit(l && l->process() == getpid() ? 10 : 1);  // still ours under the name?
+            }
+            racers.push_back(child);
+        }
+        close(go[0]);
+        close(go[1]);
+        int owners = 0, lost = 0;
+        for (pid_t p : racers) {
+            int status = 0;
+            ASSERT_EQ(p, waitpid(p, &status, 0));
+            ASSERT_TRUE(WIFEXITED(status));
+            owners += WEXITSTATUS(status) == 10;
+            lost += WEXITSTATUS(status) == 1;
+            EXPECT_NE(4, WEXITSTATUS(status)) << "a racer failed otherwise than EADDRINUSE";
+        }
+        shm_unlink(name.c_str());
+        EXPECT_EQ(0, lost) << "round " << round << ": a new ring lost its name";
+        EXPECT_EQ(1, owners) << "round " << round;
+        if (lost || owners != 1) break;
+    }
+}
+
 TEST(ShmRing, LiveOwnerKeepsItsName) {
     int err = 0;
     std::string name = unique_name("busy");

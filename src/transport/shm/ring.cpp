@@ -30,16 +30,33 @@ enum class Verdict {
     kGoing,      // closed by its owner or by another reclaimer: the name frees shortly
 };
 
-// Judges an existing ring `name` under an exclusive lock on it, so that two processes
-// reclaiming one name cannot unlink each other's new ring: the second finds the old one
-// already closed. A ring marked closed makes its senders look the name up again.
+// Whether `name` still names the file open as `st`: a reclaimer that waited for the lock
+// may find that the file it opened was unlinked meanwhile and the name given to a new ring.
+bool still_named(const std::string &name, const struct stat &st) {
+    int fd = shm_open(name.c_str(), O_RDONLY, 0);
+    if (fd < 0) return false;
+    struct stat now {};
+    bool same = fstat(fd, &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino;
+    close(fd);
+    return same;
+}
+
+// Judges an existing ring `name` under an exclusive lock on it. Two processes reclaiming
+// one name must not unlink each other's new ring: the second, let in after the first had
+// unlinked the old ring and made its own, finds that the name is no longer the file it
+// holds (it judged the file, not the name, before). A ring marked closed makes its
+// senders look the name up again.
 Verdict reclaim_if_stale(const std::string &name) {
     int fd = shm_open(name.c_str(), O_RDWR, 0);
     if (fd < 0) return errno == ENOENT ? Verdict::kGoing : Verdict::kLive;
     flock(fd, LOCK_EX);
     Verdict v = Verdict::kLive;
     struct stat st {};
-    if (fstat(fd, &st) == 0) {
+    if (fstat(fd, &st) != 0) {
+        // unknown: taken to be live
+    } else if (!still_named(name, st)) {
+        v = Verdict::kGoing;  // reclaimed by another: the name is free or someone else's now
+    } else {
         RingHeader *h = nullptr;
         if (size_t(st.st_size) >= sizeof(RingHeader)) {
             void *p = mmap(nullptr, sizeof(RingHeader), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
