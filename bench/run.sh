@@ -12,7 +12,8 @@
 # bandwidth: higher is better). With fabtests installed, the one-sided rows come from
 # fi_rma_bw (write and read, 64 KiB and 1 MiB) and the atomic rate from fi_rdm_atomic
 # (FI_SUM on uint64). SECTIONS=msg, rma or amo (comma-separated) runs only those rows
-# (default: all).
+# (default: all). The msg rows include the 8-byte ping-pong in line floors one way
+# (bench/floor_ratio.c), measured beside the line itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -67,6 +68,26 @@ row() {
     printf '| %s | %s | %s | %s (%s) |\n' "$name" "$c" "$s" "$ratio" "$better"
 }
 
+# The 8-byte fi_send ping-pong in line floors one way (bench/floor_ratio.c): its two
+# processes take turns with bare line bounces, block by block, so that the ratio holds
+# whichever mode this VM's vCPUs are in when it runs.
+floors_row() {
+    local d cxi_runs=() shm_runs=() c s
+    d=$(mktemp -d)
+    cc -O2 -std=gnu11 -o "$d/floor_ratio" bench/floor_ratio.c -lfabric
+    local blocks=60 iters=2000
+    [ "${1:-}" = --quick ] && blocks=8 iters=500
+    for _ in $(seq "$REPEAT"); do
+        cxi_runs+=("$("$d/floor_ratio" cxi $blocks $iters | awk '/in line floors/ {print $7}')")
+        shm_runs+=("$("$d/floor_ratio" shm $blocks $iters | awk '/in line floors/ {print $7}')")
+    done
+    rm -rf "$d"
+    c=$(printf '%s\n' "${cxi_runs[@]}" | median)
+    s=$(printf '%s\n' "${shm_runs[@]}" | median)
+    printf '| 8 B send/recv ping-pong, one way in line floors (bench/floor_ratio.c) | %s | %s | %s (lower is better) |\n' \
+        "$c" "$s" "$(awk -v c="$c" -v s="$s" 'BEGIN { printf "%.2f", c / s }')"
+}
+
 bench_machine
 echo
 echo "| measurement | cxi | shm | cxi/shm |"
@@ -76,6 +97,7 @@ row "fi_pingpong 8 B latency (usec/xfer)" 7 "lower is better" \
     fi_pingpong -e rdm -S 8 -I "$LAT_ITERS"
 row "fi_pingpong 1 MiB bandwidth (MB/s)" 6 "higher is better" \
     fi_pingpong -e rdm -S 1048576 -I "$BW_ITERS"
+floors_row "${1:-}"
 fi
 if [[ $SECTIONS == *rma* ]] && [ -x "$FABTESTS_BIN/fi_rma_bw" ]; then
     for op in write read; do
