@@ -116,15 +116,19 @@ static void reap(struct fab *f, int n) {
     }
 }
 
+// Both retry after a progress call (a read of nothing) while the provider says EAGAIN.
 static void post_recv(struct fab *f, struct fi_context2 *ctx) {
-    while (fi_recv(f->ep, f->rx, sizeof(f->rx), NULL, f->peer, ctx) == -FI_EAGAIN) reap(f, 0);
+    ssize_t fi_recv_rc;
+    while ((fi_recv_rc = fi_recv(f->ep, f->rx, sizeof(f->rx), NULL, f->peer, ctx)) == -FI_EAGAIN)
+        fi_cq_read(f->cq, NULL, 0);
+    CHECK(fi_recv_rc);
 }
 
 static void send_one(struct fab *f, struct fi_context2 *ctx) {
-    ssize_t r;
-    while ((r = fi_send(f->ep, f->tx, sizeof(f->tx), NULL, f->peer, ctx)) == -FI_EAGAIN)
+    ssize_t fi_send_rc;
+    while ((fi_send_rc = fi_send(f->ep, f->tx, sizeof(f->tx), NULL, f->peer, ctx)) == -FI_EAGAIN)
         fi_cq_read(f->cq, NULL, 0);
-    if (r) exit(2);
+    CHECK(fi_send_rc);
 }
 
 static int cmp(const void *a, const void *b) {
@@ -145,6 +149,7 @@ int main(int argc, char **argv) {
     if (sh == MAP_FAILED || blocks < 4 || iters < 1) return 2;
     pid_t child = fork();
     int me = child == 0;
+    alarm(120);  // a side that failed leaves the other waiting for ever: end both
     pin(me);
     struct fab f = {0};
     struct fi_context2 sctx, rctx;
