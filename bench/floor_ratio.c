@@ -49,13 +49,13 @@ struct fab {
     char tx[8], rx[8];
 };
 
-#define CHECK(call)                                                                  \
-    do {                                                                             \
-        int rc_ = (int)(call);                                                       \
-        if (rc_) {                                                                   \
-            fprintf(stderr, "floor_ratio: %s: %s\n", #call, fi_strerror(-rc_));       \
-            exit(2);                                                                 \
-        }                                                                            \
+#define CHECK(call)                                                             \
+    do {                                                                        \
+        int rc_ = (int)(call);                                                  \
+        if (rc_) {                                                              \
+            fprintf(stderr, "floor_ratio: %s: %s\n", #call, fi_strerror(-rc_)); \
+            exit(2);                                                            \
+        }                                                                       \
     } while (0)
 
 static double now_ns(void) {
@@ -91,7 +91,8 @@ static void open_fabric(struct fab *f, const char *prov, struct shared *sh, int 
     sh->namelen[me] = sizeof(sh->name[me]);
     CHECK(fi_getname(&f->ep->fid, sh->name[me], &sh->namelen[me]));
     atomic_store(&sh->named[me], 1);
-    while (!atomic_load(&sh->named[!me])) sched_yield();
+    while (!atomic_load(&sh->named[!me]))
+        sched_yield();
     if (fi_av_insert(f->av, sh->name[!me], 1, &f->peer, 0, NULL) != 1) exit(2);
     fi_freeinfo(hints);
     fi_freeinfo(info);
@@ -102,7 +103,8 @@ static void reap(struct fab *f, int n) {
     struct fi_cq_entry e[2];
     while (n > 0) {
         ssize_t r = fi_cq_read(f->cq, e, n);
-        if (r > 0) n -= (int)r;
+        if (r > 0)
+            n -= (int)r;
         else if (r == -FI_EAVAIL) {
             struct fi_cq_err_entry err = {0};
             fi_cq_readerr(f->cq, &err, 0);
@@ -144,8 +146,8 @@ static void quartiles(const char *what, double *v, int n) {
 int main(int argc, char **argv) {
     const char *prov = argc > 1 ? argv[1] : "cxi";
     int blocks = argc > 2 ? atoi(argv[2]) : 200, iters = argc > 3 ? atoi(argv[3]) : 2000;
-    struct shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
-                             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    struct shared *sh =
+        mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (sh == MAP_FAILED || blocks < 4 || iters < 1) return 2;
     pid_t child = fork();
     int me = child == 0;
