@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "line_bounce.h"
+
 struct shared {
     _Atomic uint64_t ping __attribute__((aligned(4096)));
     _Atomic uint64_t pong __attribute__((aligned(4096)));
@@ -57,19 +59,6 @@ struct fab {
             exit(2);                                                            \
         }                                                                       \
     } while (0)
-
-static double now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e9 + t.tv_nsec;
-}
-
-static void pin(int cpu) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    sched_setaffinity(0, sizeof(set), &set);
-}
 
 static void open_fabric(struct fab *f, const char *prov, struct shared *sh, int me) {
     struct fi_info *hints = fi_allocinfo(), *info;
@@ -176,18 +165,8 @@ int main(int argc, char **argv) {
             }
         }
         double t1 = now_ns();
-        for (int i = 0; i < iters; i++) {
-            line++;
-            if (me) {
-                while (atomic_load_explicit(&sh->ping, memory_order_acquire) != line) {
-                }
-                atomic_store_explicit(&sh->pong, line, memory_order_release);
-            } else {
-                atomic_store_explicit(&sh->ping, line, memory_order_release);
-                while (atomic_load_explicit(&sh->pong, memory_order_acquire) != line) {
-                }
-            }
-        }
+        line_bounce(&sh->ping, &sh->pong, line, (uint64_t)iters, me);
+        line += (uint64_t)iters;
         double t2 = now_ns();
         fab_ns[b] = (t1 - t0) / iters / 2;
         line_ns[b] = (t2 - t1) / iters / 2;

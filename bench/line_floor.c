@@ -19,18 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e9 + t.tv_nsec;
-}
-
-static void pin(int cpu) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    sched_setaffinity(0, sizeof(set), &set);
-}
+#include "line_bounce.h"
 
 int main(int argc, char **argv) {
     long iters = argc > 1 ? atol(argv[1]) : 1000000;
@@ -43,20 +32,12 @@ int main(int argc, char **argv) {
     if (child < 0) return 1;
     if (child == 0) {
         pin(cpu_b);
-        for (uint64_t i = 1; i <= (uint64_t)iters; i++) {
-            while (atomic_load_explicit(ping, memory_order_acquire) != i) {
-            }
-            atomic_store_explicit(pong, i, memory_order_release);
-        }
+        line_bounce(ping, pong, 0, (uint64_t)iters, 1);
         _exit(0);
     }
     pin(cpu_a);
     double t0 = now_ns();
-    for (uint64_t i = 1; i <= (uint64_t)iters; i++) {
-        atomic_store_explicit(ping, i, memory_order_release);
-        while (atomic_load_explicit(pong, memory_order_acquire) != i) {
-        }
-    }
+    line_bounce(ping, pong, 0, (uint64_t)iters, 0);
     double t = now_ns() - t0;
     waitpid(child, NULL, 0);
     printf("one-way %.1f ns\n", t / iters / 2);
