@@ -40,6 +40,7 @@ std::unique_ptr<ShmRxQueue> ShmRxQueue::create(const std::string &name, RingGeom
     h->state.store(kRingReady, std::memory_order_release);
     q->ring_ = h;
     q->geo_ = g;
+    q->head_cell_ = ring_cell(h, 0, g.cell_size, g.cell_count);
     return q;
 }
 

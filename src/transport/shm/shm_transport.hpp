@@ -30,8 +30,9 @@ class ShmRxQueue final : public RxQueue {
   private:
     Segment seg_;
     RingHeader *ring_ = nullptr;
-    RingGeometry geo_;   // private copies: the segment's may be scribbled on
-    uint64_t head_ = 0;  // consumer position: private to this process
+    RingGeometry geo_;                 // private copies: the segment's may be scribbled on
+    uint64_t head_ = 0;                // consumer position: private to this process
+    CellHeader *head_cell_ = nullptr;  // head_'s cell, kept rather than found on each poll
 };
 
 // Whether links may offer single-copy reads (process_vm_readv). On by default; off
@@ -73,13 +74,14 @@ class ShmLink final : public Link, private BulkAccess {
 inline size_t ShmRxQueue::poll(PacketSink &sink, size_t budget) {
     size_t n = 0;
     const uint32_t max_len = geo_.cell_size - kCellHeader;
+    CellHeader *c = head_cell_;
     for (; n < budget; n++) {
-        CellHeader *c = ring_cell(ring_, head_, geo_.cell_size, geo_.cell_count);
         if (c->seq.load(std::memory_order_acquire) != head_ + 1) break;  // nothing published
         // The next cell is the one this loop reads last, on the message's critical path.
         // Cells are a page apart, so their headers share one L1 set and that line is
         // rarely still cached: fetch it while this message is delivered.
-        __builtin_prefetch(ring_cell(ring_, head_ + 1, geo_.cell_size, geo_.cell_count));
+        CellHeader *next = ring_cell(ring_, head_ + 1, geo_.cell_size, geo_.cell_count);
+        __builtin_prefetch(next);
         uint32_t len = c->len;
         const uint8_t *data = reinterpret_cast<const uint8_t *>(c) + kCellHeader;
         // A peer's bytes: a length past the cell is never trusted. The protocol gets an
@@ -88,6 +90,7 @@ inline size_t ShmRxQueue::poll(PacketSink &sink, size_t budget) {
         if (!sink.deliver(data, len)) break;
         c->seq.store(head_ + geo_.cell_count, std::memory_order_release);
         head_++;
+        head_cell_ = c = next;
     }
     return n;
 }
