@@ -3,6 +3,7 @@
 // reclaiming of rings whose owner died.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -10,6 +11,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -342,6 +344,60 @@ TEST(ShmRing, RacingReclaimersOfAStaleRingLeaveOneOwnerWithItsName) {
         EXPECT_EQ(1, owners) << "round " << round;
         if (lost || owners != 1) break;
     }
+}
+
+// Whether `pid` waits for a file lock (its request shows as "->" in /proc/locks).
+bool waits_for_a_lock(pid_t pid) {
+    const std::string who = " " + std::to_string(pid) + " ";
+    for (int i = 0; i < 10000; i++) {
+        std::ifstream locks("/proc/locks");
+        for (std::string line; std::getline(locks, line);)
+            if (line.find("->") != std::string::npos && line.find(who) != std::string::npos)
+                return true;
+        usleep(1000);
+    }
+    return false;
+}
+
+ino_t inode_of(const std::string &name) {
+    int fd = shm_open(name.c_str(), O_RDONLY, 0);
+    if (fd < 0) return 0;
+    struct stat st {};
+    fstat(fd, &st);
+    close(fd);
+    return st.st_ino;
+}
+
+// The race above, made to happen every time: a reclaimer has opened the dead process's
+// ring and waits for its lock, while the reclaimer holding it unlinks the ring and makes a
+// new one under the name. Let in, the late one must leave the new ring its name. The test
+// plays the first reclaimer; it lets the late one in once /proc/locks shows it waiting.
+TEST(ShmRing, AReclaimerLetInAfterTheNameWasRemadeLeavesTheNewRing) {
+    const std::string name = unique_name("remade");
+    leave_stale_ring(name);
+    int fd = shm_open(name.c_str(), O_RDWR, 0);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(0, flock(fd, LOCK_EX));
+    pid_t late = fork();
+    if (late == 0) {
+        int err = 0;
+        auto q = ShmRxQueue::create(name, RingGeometry{256, 16}, err);
+        _exit(q ? 10 : err == -EADDRINUSE ? 0 : 4);  // 10: it took the name
+    }
+    ASSERT_TRUE(waits_for_a_lock(late)) << "the late reclaimer never asked for the lock";
+    ASSERT_EQ(0, shm_unlink(name.c_str()));  // the first reclaimer's work
+    int err = 0;
+    auto fresh = ShmRxQueue::create(name, RingGeometry{256, 16}, err);
+    ASSERT_TRUE(fresh) << err;
+    const ino_t fresh_inode = inode_of(name);
+    flock(fd, LOCK_UN);
+    close(fd);
+    int status = 0;
+    ASSERT_EQ(late, waitpid(late, &status, 0));
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(0, WEXITSTATUS(status))
+        << "10: the late reclaimer unlinked the new ring and took the name";
+    EXPECT_EQ(fresh_inode, inode_of(name)) << "the new ring lost its name";
 }
 
 TEST(ShmRing, LiveOwnerKeepsItsName) {
