@@ -76,7 +76,7 @@ class PidEngine final : public ProgressSource,
     template <bool kSerial>
     ssize_t send_as(const SendArgs &a);  // inline, below
     template <bool kSerial>
-    ssize_t recv_as(const RecvArgs &a);
+    [[gnu::always_inline]] ssize_t recv_as(const RecvArgs &a);
     // The same, the kind decided here. The offload helper, holding this serialised domain
     // while it fires an FI_TRIGGER operation, takes the spinlock (free: the application
     // counts instead): as the application it would write the count the application writes.
@@ -168,7 +168,7 @@ template <bool kSerial>
     if (TriggeredIssue t = take_triggered_issue(); t.active) [[unlikely]]
         return recv_triggered(a, t.cntr);
     DataGuardAs<kSerial> g(lock_);
-    return rx_.recv(a, nullptr, false);
+    return rx_.post(a);
 }
 template <bool kSerial>
 [[gnu::always_inline]] inline ssize_t PidEngine::send_as(const SendArgs &a) {

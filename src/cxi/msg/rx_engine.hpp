@@ -30,6 +30,24 @@ struct RecvArgs {
     hmem::Staging *stage = nullptr;  // a device buffer's host stand-in (buf is its host())
 };
 
+// A whole record for receive `a` (every field: the pool hands it out as last left).
+// FI_DISCARD: the message is received into nothing and completes with its own length.
+inline void fill_recv(RecvOp &r, const RecvArgs &a, Cntr *trig_cntr = nullptr,
+                      bool triggered = false) {
+    const bool discard = a.flags & FI_DISCARD;
+    r = RecvOp{.context = a.context,
+               .flags = a.flags,
+               .buf = discard ? nullptr : static_cast<uint8_t *>(a.buf),
+               .len = discard ? 0 : a.len,
+               .src = a.src,
+               .tag = a.tag,
+               .ignore = a.ignore,
+               .tagged = a.tagged,
+               .triggered = triggered,
+               .trig_cntr = trig_cntr,
+               .stage = a.stage};
+}
+
 class RxEngine {
   public:
     explicit RxEngine(PidEngine &engine);
@@ -39,6 +57,17 @@ class RxEngine {
 
     // Posting (rx_post.cpp); the context's lock is held.
     ssize_t recv(const RecvArgs &a, Cntr *trig_cntr, bool triggered);
+    // The common post, inline into the entry points so that the arguments go straight into
+    // the record: no FI_CLAIM, FI_MORE or FI_MULTI_RECV, nothing held or unexpected.
+    [[gnu::always_inline]] ssize_t post(const RecvArgs &a) {
+        if ((a.flags & (FI_CLAIM | FI_MORE | FI_MULTI_RECV)) || held_recvs_.head ||
+            unexpected_[a.tagged].head) [[unlikely]]
+            return recv(a, nullptr, false);
+        RecvOp *op = recvs_.take_any();
+        fill_recv(*op, a);
+        posted_[a.tagged].push_back(op);
+        return 0;
+    }
     ssize_t peek(const RecvArgs &a);  // FI_PEEK, optionally with FI_CLAIM
     int cancel(void *context);
     size_t unexpected(fi_cq_tagged_entry *e, size_t count, fi_addr_t *src, size_t *total);

@@ -10,27 +10,6 @@
 #include "cxi/obj/domain.hpp"
 
 namespace softnic::cxi {
-namespace {
-
-// A whole record for receive `a` (every field: the pool hands it out as last left).
-// FI_DISCARD: the message is received into nothing and completes with its own length.
-void fill_recv(RecvOp &r, const RecvArgs &a, Cntr *trig_cntr = nullptr, bool triggered = false) {
-    const bool discard = a.flags & FI_DISCARD;
-    r = RecvOp{.context = a.context,
-               .flags = a.flags,
-               .buf = discard ? nullptr : static_cast<uint8_t *>(a.buf),
-               .len = discard ? 0 : a.len,
-               .src = a.src,
-               .tag = a.tag,
-               .ignore = a.ignore,
-               .tagged = a.tagged,
-               .triggered = triggered,
-               .trig_cntr = trig_cntr,
-               .stage = a.stage};
-}
-
-}  // namespace
-
 ssize_t RxEngine::recv(const RecvArgs &a, Cntr *trig_cntr, bool triggered) {
     if (a.flags & FI_CLAIM) [[unlikely]]
         return recv_claimed(a);
