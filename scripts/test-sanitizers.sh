@@ -17,5 +17,6 @@ supp="$PWD/tests/sanitizers"
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:abort_on_error=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$supp/ubsan.supp"
 export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
-ctest --test-dir "$dir" --output-on-failure -j"${JOBS:-2}" --timeout 900 \
+# CTEST_JOBS as in scripts/test.sh: 4 at once overlap libfabric's 0.2 s load.
+ctest --test-dir "$dir" --output-on-failure -j"${CTEST_JOBS:-4}" --timeout 900 \
     -E '^integration\.|^tools\.|^soak\.|^serial\.|^completion\.' "$@"

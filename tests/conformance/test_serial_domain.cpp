@@ -138,10 +138,11 @@ TEST_P(SerialDomainTest, TheHelperFiresATriggeredSendWhileTheApplicationSleeps) 
     EXPECT_EQ(s.out, s.in);
 }
 
-// fi_cq_sread in a serialised domain reads under the domain's serial, as fi_cq_read does,
-// while the helper may be pushing into the same CQ (before the fix it took the CQ's
-// spinlock, which the helper's pushes never take). Here: the reader sleeps in sread, the
-// send fires from the trigger, and every completion and byte arrives.
+// fi_cq_sread in a serialised domain, end to end: the reader sleeps in sread, the send
+// fires from the trigger, and every completion and byte arrives. (That sread takes under
+// the domain's serial, which the helper's pushes hold, is checked where the two can be
+// made to collide: unit test DomainSerial.AnSreadTakesWhatTheHelperPushesOnceAndInOrder.
+// Here the descriptor's wake-up orders the push before the read.)
 TEST_P(SerialDomainTest, SreadWaitsForATriggeredSend) {
     const EpOptions o = serial_triggered();
     Pair p = make_pair(o, o);
