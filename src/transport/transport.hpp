@@ -55,6 +55,9 @@ class Link {
     // full (the caller retries after progress). `more` hints that another packet follows.
     virtual bool send(const void *hdr, size_t hdr_len, const iovec *iov, size_t iovcnt,
                       bool more = false) = 0;
+    // Sends in a row: a guess that more follow, so a transport may get room ready ahead
+    // (shared memory: the ring's next cells). Never holds a packet back, as `more` may.
+    virtual void expect_more() {}
     // As send() with one payload piece that the caller keeps valid until acked(last_token())
     // or until the link fails: a transport that retransmits may keep a reference
     // instead of a copy.

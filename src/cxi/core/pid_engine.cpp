@@ -248,6 +248,7 @@ bool PidEngine::deliver_small(const uint8_t *pkt, size_t len, RxEngine::Match &m
 
 // Every packet from a ring or a socket: checked, then handed to the engine it is for.
 bool PidEngine::deliver(const uint8_t *pkt, size_t len) {
+    tx_.saw_packet();
     RxEngine::Match m;  // what deliver_small looked up, for on_msg
     if (len >= kSmallHdrNoData && pkt[0] == static_cast<uint8_t>(Pkt::kSmall) &&
         deliver_small(pkt, len, m))

@@ -76,6 +76,7 @@ inline bool TxEngine::plain_completion(uint64_t flags) const {
     h.tag = a.tag;
     h.cq_data = a.data;
     iovec iov{const_cast<void *>(a.buf), a.len};
+    if (++sends_unanswered_ > 1) link->expect_more();
     return link->send(&h, small_hdr_len(h.flags), &iov, a.len ? 1 : 0);
 }
 

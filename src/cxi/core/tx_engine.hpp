@@ -58,6 +58,8 @@ class TxEngine {
     }
     size_t outstanding() const { return outstanding_; }
     bool busy() const { return outstanding_ || !ctrl_backlog_.empty(); }
+    // A packet arrived: a send after it answers it (a ping-pong), not a stream.
+    void saw_packet() { sends_unanswered_ = 0; }
 
   private:
     ssize_t send_device(SendArgs a, transport::Link *link);
@@ -96,7 +98,10 @@ class TxEngine {
     transport::msg::AckQueue<TxOp> awaiting_ack_;  // transmitted, waiting for the peer's ack
     std::vector<TxOp *> rnr_waiting_;  // refused by a receiver not ready: sent again when due
     unsigned eagain_streak_ = 0;       // full-ring refusals in a row: check the peer is alive
-    struct CtrlPkt {                   // kDone/kGetReq/kAtomicResp/kColl to retry
+    // One-packet sends since the last packet arrived: from the second on, a stream, whose
+    // link may get room ready ahead (Link::expect_more).
+    unsigned sends_unanswered_ = 0;
+    struct CtrlPkt {  // kDone/kGetReq/kAtomicResp/kColl to retry
         transport::Link *link;
         WireHdr h;
         uint8_t data[32];  // h.payload bytes: an atomic's previous value, a reduction

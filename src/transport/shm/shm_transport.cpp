@@ -13,7 +13,10 @@
 namespace softnic::transport::shm {
 namespace {
 bool g_single_copy = true;
-}
+// How far ahead of its position a streaming sender claims a cell's line: a few sends'
+// time covers a line's trip between cores (ShmLink::expect_more).
+constexpr uint64_t kStreamAhead = 4;
+}  // namespace
 
 void set_single_copy(bool enabled) {
     g_single_copy = enabled;
@@ -113,6 +116,15 @@ bool ShmLink::send(const void *hdr, size_t hdr_len, const iovec *iov, size_t iov
     c->len = static_cast<uint32_t>(len);
     c->seq.store(pos + 1, std::memory_order_release);
     return true;
+}
+
+// Own the line of a cell a few ahead of the next send's, before a sender reaches it, so
+// that its send neither waits for the line nor drains the store buffer on it. Only for a
+// stream: in a ping-pong the reader would be fetching our last cell while that line went
+// the other way (one way took 1.71 -> 2.31 line floors with it on every send).
+void ShmLink::expect_more() {
+    const uint64_t pos = ring_->enqueue_pos.load(std::memory_order_relaxed);
+    __builtin_prefetch(ring_cell(ring_, pos + kStreamAhead, geo_.cell_size, geo_.cell_count), 1);
 }
 
 bool ShmLink::alive() {

@@ -47,6 +47,7 @@ class ShmLink final : public Link, private BulkAccess {
     static std::unique_ptr<ShmLink> open(const std::string &name, int &err);
     size_t max_packet() const override { return geo_.cell_size - kCellHeader; }
     bool send(const void *hdr, size_t hdr_len, const iovec *iov, size_t iovcnt, bool more) override;
+    void expect_more() override;
     bool alive() override;
     bool peer_dead() override;
     BulkAccess *bulk() override { return cma_ok_ ? this : nullptr; }
