@@ -138,8 +138,29 @@ int run_shared_av(Ctx &c, const char *av_name) {
 
 // Echoes every tagged message back with the same tag until killed or until
 // the test sends nothing for the whole deadline.
-int run_echo(Ctx &c) {
-    EndpointPtr ep = c.session.endpoint(c.domain, EpOptions{});
+// An endpoint at a PID of this process's choosing (FI_SOURCE), above the ones that kPidAny
+// hands out first: once this process is killed, no endpoint that another test process
+// opens meanwhile takes its address, so the test keeps sending to a dead peer, not to a
+// stranger. Candidates spread by process id; one taken by another process is skipped.
+EndpointPtr endpoint_at_own_pid(Ctx &c) {
+    for (uint32_t k = 0; k < 24; k++) {
+        const std::string svc = std::to_string(100 + (getpid() % 300 + k * 37) % 380);
+        EpOptions o;
+        o.src_service = svc.c_str();
+        o.enable = false;
+        EndpointPtr ep = c.session.endpoint(c.domain, o);
+        const int rc = fi_enable(ep->ep());
+        if (rc == -FI_ENOSPC) continue;
+        CXIT_CHECK(rc);
+        ep->enable_done();
+        return ep;
+    }
+    CXIT_FAIL("no free PID among the candidates");
+}
+
+// "echo [pinned]": pinned, at a PID of its own (endpoint_at_own_pid).
+int run_echo(Ctx &c, bool pinned) {
+    EndpointPtr ep = pinned ? endpoint_at_own_pid(c) : c.session.endpoint(c.domain, EpOptions{});
     fi_addr_t peer = exchange(*ep, c.fd);
     std::vector<uint8_t> buf(4u << 20);
     proc::send_str(c.fd, "R");
@@ -296,7 +317,7 @@ int main(int argc, char **argv) {
     } else if (mode == "shared_av" && argc >= 5) {
         rc = run_shared_av(c, argv[4]);
     } else if (mode == "echo") {
-        rc = run_echo(c);
+        rc = run_echo(c, argc >= 5 && std::string(argv[4]) == "pinned");
     } else if (mode == "window") {
         rc = run_window(c);
     } else if (mode == "coll") {
