@@ -321,6 +321,7 @@ TEST_P(PairTest, ReceiveQueueFull) {
     send(*a_, out, sizeof(out), nullptr);
     EXPECT_EQ(wait_rx(*b_).len, sizeof(out));
     EXPECT_EQ(rx_left(b_->ep.get()), 1);
+    wait_tx(*a_);  // `out` is the send's until it completes (RDM: once acknowledged)
 }
 
 // Without receives at the peer the sender must come to wait (-FI_EAGAIN)

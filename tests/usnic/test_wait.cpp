@@ -118,6 +118,7 @@ TEST_P(WaitPairTest, FdCqSignalsPendingData) {
     EXPECT_EQ(e.op_context, &rctx);
     EXPECT_EQ(e.len, sizeof(out));
     EXPECT_EQ(check_pattern(in, sizeof(out), 5), sizeof(out));
+    wait_tx(*a_);  // `out` is the send's until it completes (RDM: once acknowledged)
 }
 
 TEST_P(WaitPairTest, SreadReturnsCompletion) {
@@ -144,6 +145,10 @@ TEST_P(WaitPairTest, SreadReturnsCompletion) {
         ASSERT_RC(1, n);
         EXPECT_EQ(e.op_context, &rctx);
         EXPECT_EQ(e.len, sizeof(out));
+        // `out` is the send's until it completes (RDM: once acknowledged); an endpoint
+        // closed first would resend from it after this scope ended (ASan saw the helper's
+        // retransmission read it while the next pair was being made).
+        wait_tx(*a_);
     }
 }
 
