@@ -512,6 +512,16 @@ std::vector<uint8_t> encode_addr(uint32_t nic, uint32_t pid) {
     return v;
 }
 
+std::vector<uint32_t> candidate_pids(uint32_t span) {
+    std::vector<uint32_t> v;
+    const uint32_t base = 100 + static_cast<uint32_t>(getpid() % 300);
+    for (uint32_t k = 0; k < 24; k++) {
+        uint32_t pid = 100 + (base - 100 + k * 37) % 380;
+        if (pid + span <= kPidAny) v.push_back(pid);
+    }
+    return v;
+}
+
 std::vector<size_t> pingpong_sizes() {
     std::vector<size_t> v{0,     3,     191,   193,   2047,    2049,   16383,
                           16385, 18433, 18434, 65537, 1048579, 4194303};

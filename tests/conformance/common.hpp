@@ -287,6 +287,10 @@ std::vector<uint8_t> encode_addr(uint32_t nic, uint32_t pid);
 // sizes around every protocol boundary.
 std::vector<size_t> pingpong_sizes();
 
+// Candidate PIDs for addresses a test process chooses itself (FI_SOURCE), spread by
+// process id and above those kPidAny hands out first; `span` PIDs from each.
+std::vector<uint32_t> candidate_pids(uint32_t span = 1);
+
 // A collective group joined by one endpoint: an EQ bound to it, the AV set of the members
 // in rank order, the mc. Closing (or destroying) it leaves the group.
 struct CollGroup {

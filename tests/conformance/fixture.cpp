@@ -73,16 +73,6 @@ RawEp CxiTest::raw_ep(const char *domain_name, const EpOptions &o, const Loc &lo
     return r;
 }
 
-std::vector<uint32_t> CxiTest::candidate_pids(uint32_t span) {
-    std::vector<uint32_t> v;
-    const uint32_t base = 100 + static_cast<uint32_t>(getpid() % 300);
-    for (uint32_t k = 0; k < 24; k++) {
-        uint32_t pid = 100 + (base - 100 + k * 37) % 380;
-        if (pid + span <= kPidAny) v.push_back(pid);
-    }
-    return v;
-}
-
 EndpointPtr CxiTest::make_ep_at_pid(const char *domain, EpOptions o, uint32_t &pid,
                                     const Loc &loc) {
     for (uint32_t cand : candidate_pids()) {

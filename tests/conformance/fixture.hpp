@@ -65,8 +65,6 @@ class CxiTest : public ::testing::Test {
     // enabled endpoint and its PID.
     EndpointPtr make_ep_at_pid(const char *domain, EpOptions o, uint32_t &pid,
                                const Loc &loc = Loc::current());
-    // Candidate PIDs for client-chosen addresses, spread by process id.
-    static std::vector<uint32_t> candidate_pids(uint32_t span = 1);
     // Self-connected endpoint: returns its own fi_addr in `self`.
     EndpointPtr make_self(const char *domain, fi_addr_t &self, const EpOptions &o = {},
                           const Loc &loc = Loc::current());

@@ -141,10 +141,10 @@ int run_shared_av(Ctx &c, const char *av_name) {
 // An endpoint at a PID of this process's choosing (FI_SOURCE), above the ones that kPidAny
 // hands out first: once this process is killed, no endpoint that another test process
 // opens meanwhile takes its address, so the test keeps sending to a dead peer, not to a
-// stranger. Candidates spread by process id; one taken by another process is skipped.
+// stranger. A candidate taken by another process is skipped.
 EndpointPtr endpoint_at_own_pid(Ctx &c) {
-    for (uint32_t k = 0; k < 24; k++) {
-        const std::string svc = std::to_string(100 + (getpid() % 300 + k * 37) % 380);
+    for (uint32_t pid : candidate_pids()) {
+        const std::string svc = std::to_string(pid);
         EpOptions o;
         o.src_service = svc.c_str();
         o.enable = false;
