@@ -17,5 +17,6 @@ scripts/test-tsan.sh
 FUZZ_SECONDS=${FUZZ_SECONDS:-20} scripts/fuzz.sh
 # CTEST_JOBS: tests at once (default 4 on 2 CPUs). Each process spends 0.2 s asleep
 # loading Debian's libfabric (libinfinipath's constructor calibrates the CPU clock with
-# usleep); running 4 overlaps those sleeps: 633 s at -j2, 529 s at -j3, 389 s at -j4 here.
+# usleep); running 4 overlaps those sleeps (main suite: ~630 s at -j2 on 2026-11-28's
+# machine; 529 s at -j3, 378-389 s at -j4 on 2026-11-29's).
 ctest --test-dir build --output-on-failure -j"${CTEST_JOBS:-4}" --timeout 600

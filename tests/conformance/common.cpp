@@ -471,6 +471,23 @@ EndpointPtr Session::endpoint(const char *domain_name, const EpOptions &o, const
     return std::make_unique<Endpoint>(dom, info.get(), o);
 }
 
+EndpointPtr Session::endpoint_at_pid(const char *domain_name, EpOptions o, uint32_t &pid,
+                                     const Loc &loc) {
+    for (uint32_t cand : candidate_pids()) {
+        const std::string svc = std::to_string(cand);
+        o.src_service = svc.c_str();
+        o.enable = false;
+        EndpointPtr ep = endpoint(domain_name, o, loc);
+        const long rc = fi_enable(ep->ep());
+        if (rc == -FI_ENOSPC) continue;  // another process holds it
+        if (rc < 0) fail("fi_enable (FI_SOURCE pid) returned " + rc_str(rc), loc);
+        ep->enable_done();
+        pid = cand;
+        return ep;
+    }
+    fail("no free PID among the candidates", loc);
+}
+
 // ---------------------------------------------------------------------------
 uint8_t pattern_byte(size_t i, uint32_t seed) {
     uint32_t x = static_cast<uint32_t>(i) + seed * 0x9E3779B9u;

@@ -254,6 +254,10 @@ class Session {
     fid_domain *domain(const char *name, const EpOptions &o, const Loc &loc = Loc::current());
     EndpointPtr endpoint(const char *domain_name, const EpOptions &o,
                          const Loc &loc = Loc::current());
+    // Endpoint bound (FI_SOURCE node/service) to a PID of this process's choosing: the
+    // first of candidate_pids() that no other process holds; `pid` says which.
+    EndpointPtr endpoint_at_pid(const char *domain_name, EpOptions o, uint32_t &pid,
+                                const Loc &loc = Loc::current());
 
   private:
     Fid<fid_fabric> fabric_;

@@ -75,19 +75,7 @@ RawEp CxiTest::raw_ep(const char *domain_name, const EpOptions &o, const Loc &lo
 
 EndpointPtr CxiTest::make_ep_at_pid(const char *domain, EpOptions o, uint32_t &pid,
                                     const Loc &loc) {
-    for (uint32_t cand : candidate_pids()) {
-        const std::string svc = std::to_string(cand);
-        o.src_service = svc.c_str();
-        o.enable = false;
-        EndpointPtr ep = make_ep(domain, o, loc);
-        long rc = fi_enable(ep->ep());
-        if (rc == -FI_ENOSPC) continue;
-        check_at(rc, "fi_enable (FI_SOURCE pid)", loc);
-        ep->enable_done();
-        pid = cand;
-        return ep;
-    }
-    fail("no free PID among the candidates", loc);
+    return session_.endpoint_at_pid(domain, o, pid, loc);
 }
 
 EndpointPtr CxiTest::make_self(const char *domain, fi_addr_t &self, const EpOptions &o,

@@ -60,9 +60,7 @@ class CxiTest : public ::testing::Test {
                         const Loc &loc = Loc::current());
     fid_domain *domain(const char *name, const EpOptions &o = {}, const Loc &loc = Loc::current());
     fid_fabric *fabric();
-    // Endpoint bound (FI_SOURCE node/service) to a specific PID: tries a
-    // few candidates (other tests or processes may hold one) and returns the
-    // enabled endpoint and its PID.
+    // Endpoint bound (FI_SOURCE node/service) to a specific PID: Session::endpoint_at_pid.
     EndpointPtr make_ep_at_pid(const char *domain, EpOptions o, uint32_t &pid,
                                const Loc &loc = Loc::current());
     // Self-connected endpoint: returns its own fi_addr in `self`.

@@ -137,30 +137,14 @@ int run_shared_av(Ctx &c, const char *av_name) {
 }
 
 // Echoes every tagged message back with the same tag until killed or until
-// the test sends nothing for the whole deadline.
-// An endpoint at a PID of this process's choosing (FI_SOURCE), above the ones that kPidAny
-// hands out first: once this process is killed, no endpoint that another test process
-// opens meanwhile takes its address, so the test keeps sending to a dead peer, not to a
-// stranger. A candidate taken by another process is skipped.
-EndpointPtr endpoint_at_own_pid(Ctx &c) {
-    for (uint32_t pid : candidate_pids()) {
-        const std::string svc = std::to_string(pid);
-        EpOptions o;
-        o.src_service = svc.c_str();
-        o.enable = false;
-        EndpointPtr ep = c.session.endpoint(c.domain, o);
-        const int rc = fi_enable(ep->ep());
-        if (rc == -FI_ENOSPC) continue;
-        CXIT_CHECK(rc);
-        ep->enable_done();
-        return ep;
-    }
-    CXIT_FAIL("no free PID among the candidates");
-}
-
-// "echo [pinned]": pinned, at a PID of its own (endpoint_at_own_pid).
+// the test sends nothing for the whole deadline. "echo pinned": at a PID of its own
+// choosing (FI_SOURCE), above the ones that kPidAny hands out first, so that once this
+// process is killed no endpoint that another test process opens meanwhile takes its
+// address: the test keeps sending to a dead peer, not to a stranger.
 int run_echo(Ctx &c, bool pinned) {
-    EndpointPtr ep = pinned ? endpoint_at_own_pid(c) : c.session.endpoint(c.domain, EpOptions{});
+    uint32_t pid = 0;
+    EndpointPtr ep = pinned ? c.session.endpoint_at_pid(c.domain, EpOptions{}, pid)
+                            : c.session.endpoint(c.domain, EpOptions{});
     fi_addr_t peer = exchange(*ep, c.fd);
     std::vector<uint8_t> buf(4u << 20);
     proc::send_str(c.fd, "R");
