@@ -361,12 +361,12 @@ TEST_P(VniTest, EndpointsOnOtherVnisCannotTalk) {
     vni10.auth_key = key(1, 10);
     // a: the default VNI 1; b: VNI 10, at a PID no endpoint of VNI 1 has (each VNI has
     // its own PIDs: on VNI 1 that PID would be someone else).
+    std::vector<uint8_t> buf(64);  // before p: b's receive of it stays posted to the end
     Pair p;
     p.a = make_ep("cxi0");
     uint32_t pid = 0;
     p.b = make_ep_at_pid(peer_domain(), vni10, pid);
     p.a2b = p.a->insert(p.b->name());
-    std::vector<uint8_t> buf(64);
     int ctx = 0;
     ASSERT_RC(0, fi_recv(p.b->ep(), buf.data(), buf.size(), nullptr, FI_ADDR_UNSPEC, nullptr));
     ASSERT_RC(0, fi_send(p.a->ep(), buf.data(), buf.size(), nullptr, p.a2b, &ctx));

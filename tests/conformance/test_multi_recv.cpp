@@ -112,17 +112,20 @@ TEST_P(MultiRecvTest, RxOpFlagsLeaveFiTrecvAPlainReceive) {
     ob.rx_op_flags = FI_MULTI_RECV | FI_COMPLETION;
     p_ = make_pair(o, ob);
     std::vector<uint8_t> out = pattern(100, 3), in(800);
-    int ctx = 0, sctx = 0;
+    int ctx = 0, sctx = 0, tctx = 0;
     ASSERT_OK(fi_trecv(p_.b->ep(), in.data(), in.size(), nullptr, FI_ADDR_UNSPEC, 7, 0, &ctx));
     post([&] { return fi_send(p_.a->ep(), out.data(), 40, nullptr, p_.a2b, &sctx); },
          "untagged send");
-    post([&] { return fi_tsend(p_.a->ep(), out.data(), 100, nullptr, p_.a2b, 7, &sctx); },
+    post([&] { return fi_tsend(p_.a->ep(), out.data(), 100, nullptr, p_.a2b, 7, &tctx); },
          "tagged send");
     Comp c = wait_comp(p_.b->rx(), &ctx, "tagged receive");
     EXPECT_EQ(FI_TAGGED | FI_RECV, c.e.flags) << "no FI_MULTI_RECV, no FI_MSG";
     EXPECT_EQ(100u, c.e.len);
     EXPECT_EQ(0, std::memcmp(out.data(), in.data(), 100));
     expect_quiet(p_.b->rx(), "the untagged message found no receive");
+    // `out` is both sends' until they complete.
+    wait_comp(p_.a->tx(), &sctx, "untagged send");
+    wait_comp(p_.a->tx(), &tctx, "tagged send");
 }
 
 TEST_P(MultiRecvTest, ManyTinyMessagesWithMatchingMinimum) {

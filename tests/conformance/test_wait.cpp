@@ -108,6 +108,7 @@ TEST_P(WaitTest, TrywaitRefusesWhileCompletionsWait) {
     ASSERT_RC(-FI_EAGAIN, rc) << "fi_trywait kept saying 0 with a completion to read";
     fi_cq_tagged_entry e{};
     EXPECT_EQ(1, fi_cq_read(p.b->rx().get(), &e, 1));
+    wait_comp(p.a->tx(), &sctx, "send");  // `out` is the send's until it completes
 }
 
 // fi_poll over a CQ and a counter: each is reported once it has something new.
@@ -151,6 +152,7 @@ TEST_P(WaitTest, PollSetReportsCqAndCounter) {
     EXPECT_OK(fi_poll_del(ps.get(), &cntr->fid, 0));
     EXPECT_RC(-FI_EINVAL, fi_poll_del(ps.get(), &cntr->fid, 0)) << "not a member";
     EXPECT_OK(ps.close());
+    wait_comp(p.a->tx(), &sctx, "send");  // `out` is the send's until it completes
 }
 
 CXIT_INSTANTIATE_TRANSPORTS(WaitTest);

@@ -81,6 +81,7 @@ TEST_P(SharedFastPathTest, AnAddressGivenToAnotherPeerReachesTheNewOne) {
         if (HasFatalFailure()) return;
     }
     EXPECT_EQ(0, stray_entries(b_)) << "the old peer received a message sent to the new one";
+    EXPECT_EQ(0, b_.ep.close()) << "b's receive names `stray`, which goes first";
 }
 
 // A send to an address that was removed fails; it does not reach the peer it named.
@@ -104,6 +105,7 @@ TEST_P(SharedFastPathTest, ASendToARemovedAddressReachesNobody) {
         EXPECT_LT(rc, 0);
     }
     EXPECT_EQ(0, stray_entries(b_)) << "a message sent to a removed address arrived";
+    EXPECT_EQ(0, b_.ep.close()) << "b's receive names `dst`, which goes first";
 }
 
 // The 8-byte path at each threading level the provider offers: a ping-pong of checked
