@@ -78,9 +78,9 @@ Buffer SharedTest::buffer(Side &s, size_t len) {
     return b;
 }
 
-ssize_t SharedTest::wait_cq(Side &s, fi_cq_msg_entry &e, fi_cq_err_entry *err) {
+ssize_t SharedTest::wait_cq(Side &s, fi_cq_msg_entry &e, fi_cq_err_entry *err, Side *peer) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    Side &other = &s == &a_ ? b_ : a_;
+    Side &other = peer ? *peer : &s == &a_ ? b_ : a_;
     for (;;) {
         if (!s.stash.empty()) {
             e = s.stash.front();
