@@ -7,6 +7,7 @@
 # and teardown out. Per shared object, so that what is Open MPI's and what is ours shows.
 # Rank 0 under valgrind is slow and its peer fast, so a receive seldom polls more than
 # once; on a busy machine it polls more, and the counts move: run it on an idle one.
+# A second table splits cxi's part by entry point (calls and instructions a round trip).
 #
 #   bench/mpi_instructions.sh [OLD_BUILD]        (OLD_BUILD: a build dir with lib/)
 #
@@ -21,6 +22,25 @@ command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgri
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mpicc -O2 -o "$work/mpi_pingpong" bench/mpi_pingpong.c
+
+# softnic's entry points that rank 0 called (fi_tinjectdata, fi_trecv, fi_cq_read...):
+# "name instructions calls" per line, from the callgrind output OUT (its callers tree).
+# Annotated from /: in the source tree, callgrind_annotate names files relative to it and
+# splits an entry point's cost by them.
+entry_calls() {
+    (cd / && callgrind_annotate --threshold=100 --tree=caller --inclusive=yes "$1" 2>/dev/null) | awk '
+        / < / && match($0, /\([0-9,]+x\)/) {  # a caller of the function below: its calls
+            c = substr($0, RSTART + 1, RLENGTH - 3); gsub(/,/, "", c); calls += c; next
+        }
+        / \* / {
+            if ($0 ~ /libcxi-fi[.]so/ && match($0, /\(anonymous namespace\)::(t|op)_[a-z_]+</)) {
+                n = $1; gsub(/,/, "", n)
+                print substr($0, RSTART + 23, RLENGTH - 24), n, calls
+            }
+            calls = 0; next
+        }
+        /^ *$/ { calls = 0 }'
+}
 
 # Per object, the instructions of rank 0 over ITERS iterations (warm-up included).
 by_object() {
@@ -43,6 +63,24 @@ by_object() {
             sum[obj] += n
         }
         END { for (o in sum) print o, sum[o] }'
+}
+
+# cxi's entry points per round trip, from the last two by_object runs of the cxi path.
+calls_table() {
+    local d=$(( (N2 - N1) * 11 / 10 ))
+    entry_calls "$work/cg.$N1" >"$work/c1"
+    entry_calls "$work/cg.$N2" >"$work/c2"
+    echo
+    echo "cxi's part of that round trip, by entry point (fi_cq_read's calls: the one that finds"
+    echo "the message, and the empty ones that end Open MPI's drain loop):"
+    echo
+    echo "| entry point | calls a round trip | instructions a round trip | per call |"
+    echo "|---|---|---|---|"
+    awk -v d="$d" 'NR == FNR { n[$1] -= $2; c[$1] -= $3; next }
+        { n[$1] += $2; c[$1] += $3 }
+        END { for (e in n) { i = n[e] / d; k = c[e] / d
+              if (k > 0.01) printf "| %s | %.2f | %.0f | %.0f |\n", e, k, i, i / k } }' \
+        "$work/c1" "$work/c2" | sort -t'|' -k4 -rn
 }
 
 # One table row: LABEL PLUGINS MCA...
@@ -69,5 +107,7 @@ echo
 echo "| path | softnic's plugin | Open MPI (mca_*, libmpi, opal) | other (libc, ld.so, the program) | **total** |"
 echo "|---|---|---|---|---|"
 row "cm + mtl ofi over cxi" "$FI_PROVIDER_PATH" "${cxi[@]}"
+calls=$(calls_table)  # before another row's runs replace the callgrind outputs
 if [ -n "$OLD" ]; then row "cm + mtl ofi over cxi, $OLD" "$OLD/lib" "${cxi[@]}"; fi
 row "ob1 + vader" "$FI_PROVIDER_PATH" "${vader[@]}"
+echo "$calls"
