@@ -72,9 +72,9 @@ class SharedTest : public ::testing::TestWithParam<Flavour> {
     void connect_sides();  // each side's AV holds the other's address
     Buffer buffer(Side &s, size_t len);
     // Polls s's CQ until one entry or an error arrives (bounded); returns fi_cq_read's rc.
-    // `other` (by default the fixture's other side) is progressed too.
+    // `peer` (by default the fixture's other side) is progressed too.
     ssize_t wait_cq(Side &s, fi_cq_msg_entry &e, fi_cq_err_entry *err = nullptr,
-                    Side *other = nullptr);
+                    Side *peer = nullptr);
 
     Side a_, b_;
     fi_threading threading_ = FI_THREAD_UNSPEC;  // asked for in hints() unless unspecified
