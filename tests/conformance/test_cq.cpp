@@ -139,6 +139,53 @@ TEST_F(CqTest, EmptyQueueReads_EAGAIN) {
     EXPECT_RC(-FI_EAGAIN, fi_cq_readerr(cq.get(), &err, 0));
 }
 
+// readfrom names a received message's sender when the endpoint asks for sources
+// (FI_SOURCE, or FI_DIRECTED_RECV, whose matching looks the sender up anyway); without,
+// the sender is not looked up and the source is FI_ADDR_NOTAVAIL, as upstream's without
+// FI_SOURCE. A message to self into a posted receive, then one that waits unexpected.
+TEST_F(CqTest, ReadfromNamesTheSenderWhenTheEndpointAsks) {
+    const struct {
+        uint64_t caps;
+        bool named;
+    } cases[] = {
+        {FI_TAGGED, false}, {FI_TAGGED | FI_SOURCE, true}, {FI_TAGGED | FI_DIRECTED_RECV, true}};
+    for (const auto &c : cases) {
+        SCOPED_TRACE(fi_tostr(&c.caps, FI_TYPE_CAPS));
+        fi_cq_attr a{};
+        a.format = FI_CQ_FORMAT_TAGGED;
+        FmtEp f;
+        open_fmt_ep(f, &a, c.caps);
+        uint64_t out = 7, in[2] = {};
+        int sctx[2], rctx[2];
+        std::vector<fi_addr_t> src;
+        std::vector<uint8_t> raw;
+        auto read = [&](size_t n) {
+            std::vector<uint8_t> r = read_raw(f.cq.get(), FI_CQ_FORMAT_TAGGED, n, src);
+            raw.insert(raw.end(), r.begin(), r.end());
+        };
+        ASSERT_OK(fi_trecv(f.ep.get(), &in[0], 8, nullptr, FI_ADDR_UNSPEC, 1, 0, &rctx[0]));
+        ASSERT_OK(fi_tsend(f.ep.get(), &out, 8, nullptr, f.self, 1, &sctx[0]));
+        read(2);
+        ASSERT_OK(fi_tsend(f.ep.get(), &out, 8, nullptr, f.self, 2, &sctx[1]));
+        read(1);
+        fi_cq_tagged_entry e;
+        ASSERT_RC(-FI_EAGAIN, fi_cq_read(f.cq.get(), &e, 1));  // a pass: it waits unexpected
+        ASSERT_OK(fi_trecv(f.ep.get(), &in[1], 8, nullptr, FI_ADDR_UNSPEC, 2, 0, &rctx[1]));
+        read(1);
+        ASSERT_EQ(4 * sizeof(fi_cq_tagged_entry), raw.size());
+        int received = 0;
+        for (size_t k = 0; k < 4; k++) {
+            std::memcpy(&e, &raw[k * sizeof(e)], sizeof(e));
+            if (e.op_context != &rctx[0] && e.op_context != &rctx[1]) continue;
+            received++;
+            EXPECT_EQ(c.named ? f.self : FI_ADDR_NOTAVAIL, src[k]) << "receive " << k;
+        }
+        EXPECT_EQ(2, received);
+        EXPECT_EQ(out, in[0]);
+        EXPECT_EQ(out, in[1]);
+    }
+}
+
 class CqFormatTest : public CqTest, public ::testing::WithParamInterface<fi_cq_format> {};
 
 // Tagged send with remote CQ data to self, twice; checks the prefix of the

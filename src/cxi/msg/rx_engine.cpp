@@ -47,6 +47,17 @@ fi_addr_t RxEngine::source_of(uint64_t key, bool &known) {
     return cached_source(key, known);
 }
 
+// An arriving message's sender, when something asks for it: a directed receive's match,
+// FI_SOURCE's completions, FI_SOURCE_ERR. Otherwise none is looked up and completions
+// carry FI_ADDR_NOTAVAIL, as upstream's do without FI_SOURCE.
+[[gnu::always_inline]] inline fi_addr_t RxEngine::arriving_source(uint64_t key, bool &known) {
+    if (!(engine_.caps() & (FI_SOURCE | FI_SOURCE_ERR | FI_DIRECTED_RECV))) {
+        known = true;  // nothing to look up again at a later match (rx_unexpected.cpp)
+        return FI_ADDR_NOTAVAIL;
+    }
+    return cached_source(key, known);
+}
+
 bool RxEngine::recv_matches(const RecvOp &r, bool tagged, uint64_t tag, fi_addr_t src) const {
     if (r.tagged != tagged) return false;
     if (tagged && ((r.tag ^ tag) & ~r.ignore & kTagMask)) return false;
@@ -97,7 +108,7 @@ bool RxEngine::on_small(const SmallHdr &s, const uint8_t *payload, Match &m) {
     if (s.tag & ~kTagMask) return false;  // on_msg drops it, and says why
     const uint64_t key = engine_.links().source_key(s);
     bool known = false;
-    const fi_addr_t src = cached_source(key, known);
+    const fi_addr_t src = arriving_source(key, known);
     RecvOp *op = match_posted(s.flags & kWTagged, s.tag, src);
     if (op && receive_whole(op, s, s.tag, s.flags & kWCqData ? s.cq_data : 0, payload, src, known))
         return true;
@@ -114,7 +125,7 @@ bool RxEngine::on_msg(const WireHdr &h, const uint8_t *payload, const Match *loo
     Match found{};
     if (!looked_up) {
         found.key = engine_.links().source_key(h);
-        found.src = cached_source(found.key, found.known);
+        found.src = arriving_source(found.key, found.known);
         found.op = match_posted(h.flags & kWTagged, h.tag, found.src);
     }
     const Match &mt = looked_up ? *looked_up : found;

@@ -99,8 +99,9 @@ class RxEngine {
     void fail_inbound(uint32_t nic, uint32_t pid, int err);
 
   private:
-    fi_addr_t cached_source(uint64_t key, bool &known);  // source_of, inline in rx_engine.cpp
-    ssize_t recv_claimed(const RecvArgs &a);             // FI_CLAIM
+    fi_addr_t cached_source(uint64_t key, bool &known);    // source_of, inline in rx_engine.cpp
+    fi_addr_t arriving_source(uint64_t key, bool &known);  // only when something asks
+    ssize_t recv_claimed(const RecvArgs &a);               // FI_CLAIM
     RecvOp *match_posted(bool tagged, uint64_t tag, fi_addr_t src);
     bool recv_matches(const RecvOp &r, bool tagged, uint64_t tag, fi_addr_t src) const;
     void bind_receive(RxMsg *m, RecvOp *op, bool listed);
