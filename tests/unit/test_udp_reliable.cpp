@@ -534,6 +534,44 @@ TEST(UdpReliable, ATimeoutResendsThePacketThePeerSaidItHeld) {
     EXPECT_FALSE(ab->acked(2));
 }
 
+// A closing endpoint whose acknowledgement of the last packet was lost acknowledges again
+// while it lingers. Its peer's timer may be far longer than the closing side's quiet
+// time (the peer measured a slower round trip): one acknowledgement, lost, left the peer
+// to resend into a closed port, which failed an operation that had arrived.
+TEST(UdpReliable, ALingeringEndpointAcknowledgesAgain) {
+    UdpConfig ca;
+    ca.rto_min_us = 100000;  // a's timer: 100 ms, ten times b's quiet time when it lingers
+    Pair p(ca, UdpConfig{});
+    CheckingSink sa, sb;
+    exchange(p, 1, sa, sb, 64);  // a round-trip sample: a's timer is at its floor
+    Channel *ab = p.a->link_to(kIpB, p.port_b());
+    ASSERT_GE(ab->rto_ns(), 100000000u) << ab->describe();
+    FaultConfig lose_all;
+    lose_all.drop = 100;
+    p.b->socket().set_faults(lose_all);  // b's acknowledgements of packet 1 are lost
+    uint8_t pkt[16];
+    const uint64_t n = 1;  // CheckingSink's packet 1: its number, then bytes n + i
+    std::memcpy(pkt, &n, sizeof(n));
+    for (size_t i = sizeof(n); i < sizeof(pkt); i++)
+        pkt[i] = uint8_t(n + i);
+    iovec iov{pkt + 8, sizeof(pkt) - 8};
+    ASSERT_TRUE(ab->send(pkt, 8, &iov, 1, false));
+    poll_alone(*p.b, sb, 5000);  // b takes it; its acknowledgements, delayed ones too, go nowhere
+    ASSERT_EQ(sb.next, 2u);
+    EXPECT_EQ(sb.bad, 0u);
+    p.a->poll(sa, 64);
+    ASSERT_FALSE(ab->acked(ab->last_token()));
+    FaultConfig lose_two;  // xorshift64* from seed 7 draws 3, 31, 89...: drop, drop, send
+    lose_two.drop = 50;
+    lose_two.seed = 7;
+    p.b->socket().set_faults(lose_two);
+    p.b->linger();
+    p.b.reset();                   // b's port closes: a resend from now on is refused
+    poll_alone(*p.a, sa, 200000);  // past a's timer
+    EXPECT_TRUE(ab->acked(ab->last_token())) << ab->describe();
+    EXPECT_TRUE(ab->alive()) << ab->describe();
+}
+
 // Stream epochs follow the clock, whatever its value, so that a restarted process's
 // streams are newer than its previous incarnation's: numbering them 1, 2, 3 (as happened
 // whenever the clock's value had its top bit set) made a restarted peer look older, and

@@ -97,6 +97,7 @@ class UdpEndpoint final : public RxQueue {
     void reject(const RelHdr &h, const sockaddr_in &from);
     void run_timers(uint64_t now);
     void flush_acks(bool idle);
+    bool ack_heard_peers(uint64_t &quiet);  // linger's acknowledgements
     void signal_congestion();
     void share_buffer(uint64_t now);
 
