@@ -572,6 +572,32 @@ TEST(UdpReliable, ALingeringEndpointAcknowledgesAgain) {
     EXPECT_TRUE(ab->alive()) << ab->describe();
 }
 
+// Each side's datagrams say its retransmission timeout, and a closing endpoint lingers by
+// its peer's when that is the longer: a peer with a 100 ms timer may resend 100 ms after
+// its last acknowledgement was lost, and must find the port still answering. Before, the
+// closing side lingered by its own timer (here well under 1 ms), at least 10 ms.
+TEST(UdpReliable, ALingeringEndpointWaitsOutItsPeersTimer) {
+    UdpConfig ca;
+    ca.rto_min_us = 100000;  // a's timer: 100 ms
+    Pair p(ca, UdpConfig{});
+    CheckingSink sa, sb;
+    exchange(p, 1, sa, sb, 64);
+    Channel *ab = p.a->link_to(kIpB, p.port_b()), *ba = p.b->link_to(kIpA, p.port_a());
+    ASSERT_GE(ab->rto_ns(), 100000000u) << ab->describe();
+    const uint64_t n = 1;  // a's next packet says its timer as it is now
+    iovec iov{const_cast<uint64_t *>(&n), 0};
+    ASSERT_TRUE(ab->send(&n, sizeof(n), &iov, 1, false));
+    poll_alone(*p.b, sb, 5000);
+    ASSERT_EQ(sb.next, 2u);
+    EXPECT_GE(ba->peer_rto_ns(), 100000000u) << ba->describe();
+    EXPECT_LT(ba->rto_ns(), 100000000u) << ba->describe();
+    timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    p.b->linger();
+    // Eight of a's timeouts, capped at 250 ms: a lower bound, which load only lengthens.
+    EXPECT_GE(elapsed_us(start), 250000u);
+}
+
 // Stream epochs follow the clock, whatever its value, so that a restarted process's
 // streams are newer than its previous incarnation's: numbering them 1, 2, 3 (as happened
 // whenever the clock's value had its top bit set) made a restarted peer look older, and

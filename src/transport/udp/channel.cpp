@@ -51,6 +51,7 @@ void Channel::fill_ack(RelHdr &h) {
     rx_unacked_ = 0;
     ack_urgent_ = false;
     h.realm = ep_.config().realm;  // every outgoing header passes here
+    h.rto = uint16_t(std::min<uint64_t>(rto_ns_ / kRelRtoUnitNs + 1, UINT16_MAX));
     h.sack = 0;
     if (!have_peer_epoch_) return;
     h.flags |= kRelAckValid;
@@ -156,6 +157,7 @@ void Channel::mark_congested() {
 void Channel::on_datagram(const RelHdr &h, const uint8_t *body, size_t len, PacketSink &sink) {
     uint64_t now = now_ns();
     last_heard_ns_ = now;
+    if (h.rto) peer_rto_ns_ = h.rto * kRelRtoUnitNs;  // a peer's word: linger caps its use
     if ((h.flags & kRelAckValid) && h.ack_epoch == epoch_) {
         on_ack(h, now);
         if (h.flags & kRelCongested) {

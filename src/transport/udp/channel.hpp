@@ -66,8 +66,10 @@ class Channel final : public Link {
     // Retransmission timer; returns the next deadline (0: nothing outstanding).
     uint64_t on_timer(uint64_t now);
     bool busy() const { return una_ != next_seq_ || blocked_; }
-    // The retransmission timeout toward the peer: what its own toward us is likely to be.
+    // The retransmission timeout toward the peer, and the peer's toward us as its latest
+    // datagram said (0 when it never did).
     uint64_t rto_ns() const { return rto_ns_; }
+    uint64_t peer_rto_ns() const { return peer_rto_ns_; }
     void fail(State why);
     // Quiet: give back the slots grown for a burst (nothing in flight, nothing held).
     void trim();
@@ -128,6 +130,7 @@ class Channel final : public Link {
     CongestionWindow cwnd_;
     uint64_t rack_sent_ns_ = 0;  // the latest send time among packets known to have arrived
     uint64_t rto_ns_, srtt_ns_ = 0, rttvar_ns_ = 0, min_rtt_ns_ = 0, deadline_ = 0;
+    uint64_t peer_rto_ns_ = 0;
     unsigned retries_ = 0;
     bool timeout_cut_ = false;  // the window was cut since the last acknowledgement
     uint64_t marked_ns_ = 0;    // the peer's latest congestion mark

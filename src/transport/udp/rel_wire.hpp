@@ -6,7 +6,10 @@
 // packet may also carry the acknowledgement of the reverse stream: the next sequence
 // expected, a selective-ack bitmap for the 64 after it, and the flow-control limit.
 // Every datagram names the sender's realm; a receiver of another realm answers with
-// REJECT instead of delivering. Integers are little-endian, as on every host we run on.
+// REJECT instead of delivering. A channel's datagrams also say the sender's current
+// retransmission timeout, so that a receiver about to close knows how long a resend of
+// the sender's may take to come (UdpEndpoint::linger). Integers are little-endian, as on
+// every host we run on.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +18,7 @@ namespace softnic::transport::udp {
 
 constexpr uint16_t kRelMagic = 0x4e53;  // the bytes 'S' 'N'
 constexpr uint8_t kRelVersion = 1;
+constexpr uint64_t kRelRtoUnitNs = 16000;  // RelHdr::rto's unit: up to ~1 s
 
 enum class RelType : uint8_t {
     kData = 1,    // carries one packet of the protocol above
@@ -35,7 +39,7 @@ struct RelHdr {
     uint8_t version;
     uint8_t type;
     uint16_t flags;
-    uint16_t rsvd0;
+    uint16_t rto;        // the sender's retransmission timeout, in kRelRtoUnitNs (0: unsaid)
     uint32_t epoch;      // the sender's stream incarnation
     uint32_t seq;        // kData: this packet's number in the stream
     uint32_t ack_epoch;  // the reverse stream being acknowledged

@@ -193,9 +193,10 @@ void UdpEndpoint::flush_acks(bool idle) {
 // their retransmission timeouts (a resend and two backed-off ones, 1 + 2 + 4, all lost),
 // at least 10 ms, and for at most twice that (50 ms to 500 ms). A peer that retransmits
 // into a closed port is told "unreachable" and fails its last operation, which we had.
-// Our timeout is only a guess at the peer's (one that just sent a burst measured a longer
-// round trip: 29 ms against our 0.5 ms was seen), so the acknowledgement is also sent
-// again, four times across the quiet time: a peer that has it resends nothing at all.
+// A peer's timeout is the one its datagrams said, or ours toward it, whichever is longer:
+// they differ (one that just sent a burst measured a longer round trip: 29 ms against
+// our 0.5 ms was seen). The acknowledgement is also sent again, four times across the
+// quiet time: a peer that has one resends nothing at all.
 void UdpEndpoint::linger() {
     constexpr uint64_t kQuietMin = 10000000, kMin = 50000000;  // ns
     uint64_t quiet = kQuietMin;
@@ -219,7 +220,7 @@ void UdpEndpoint::linger() {
 }
 
 // An acknowledgement to every live peer we heard from; false when there is none. `quiet`
-// grows to eight of the longest timeout toward them (at most 250 ms).
+// grows to eight of the longest timeout between us and them (at most 250 ms).
 bool UdpEndpoint::ack_heard_peers(uint64_t &quiet) {
     constexpr uint64_t kQuietMax = 250000000;  // ns
     bool any = false;
@@ -227,7 +228,8 @@ bool UdpEndpoint::ack_heard_peers(uint64_t &quiet) {
         if (c->alive() && c->heard_from_peer()) {
             c->send_ack();
             any = true;
-            quiet = std::max(quiet, std::min(kQuietMax, 8 * c->rto_ns()));
+            const uint64_t rto = std::max(c->rto_ns(), c->peer_rto_ns());
+            quiet = std::max(quiet, std::min(kQuietMax, 8 * rto));
         }
     sock_.flush();
     return any;
