@@ -126,6 +126,16 @@ void poll_alone(UdpEndpoint &ep, PacketSink &sink, uint64_t us) {
         ep.poll(sink, 64);
 }
 
+// CheckingSink's packet n over `c`: its number, then bytes n + i.
+bool send_numbered(Channel *c, uint64_t n) {
+    uint8_t pkt[16];
+    std::memcpy(pkt, &n, sizeof(n));
+    for (size_t i = sizeof(n); i < sizeof(pkt); i++)
+        pkt[i] = uint8_t(n + i);
+    iovec iov{pkt + sizeof(n), sizeof(pkt) - sizeof(n)};
+    return c->send(pkt, sizeof(n), &iov, 1, false);
+}
+
 // Polls both ends until what `ab` sent is acknowledged, for at most `spins` rounds.
 void settle(Pair &p, Channel *ab, PacketSink &sa, PacketSink &sb, int spins = 1000000) {
     for (int k = 0; k < spins && !ab->acked(ab->last_token()); k++) {
@@ -540,8 +550,8 @@ TEST(UdpReliable, ATimeoutResendsThePacketThePeerSaidItHeld) {
 // to resend into a closed port, which failed an operation that had arrived.
 TEST(UdpReliable, ALingeringEndpointAcknowledgesAgain) {
     UdpConfig ca;
-    ca.rto_min_us = 100000;  // a's timer: 100 ms, ten times b's quiet time when it lingers
-    Pair p(ca, UdpConfig{});
+    ca.rto_min_us = 100000;   // a's timer: 100 ms; a is not polled while b lingers, so only
+    Pair p(ca, UdpConfig{});  // an acknowledgement that got out spares its resend
     CheckingSink sa, sb;
     exchange(p, 1, sa, sb, 64);  // a round-trip sample: a's timer is at its floor
     Channel *ab = p.a->link_to(kIpB, p.port_b());
@@ -549,13 +559,7 @@ TEST(UdpReliable, ALingeringEndpointAcknowledgesAgain) {
     FaultConfig lose_all;
     lose_all.drop = 100;
     p.b->socket().set_faults(lose_all);  // b's acknowledgements of packet 1 are lost
-    uint8_t pkt[16];
-    const uint64_t n = 1;  // CheckingSink's packet 1: its number, then bytes n + i
-    std::memcpy(pkt, &n, sizeof(n));
-    for (size_t i = sizeof(n); i < sizeof(pkt); i++)
-        pkt[i] = uint8_t(n + i);
-    iovec iov{pkt + 8, sizeof(pkt) - 8};
-    ASSERT_TRUE(ab->send(pkt, 8, &iov, 1, false));
+    ASSERT_TRUE(send_numbered(ab, 1));
     poll_alone(*p.b, sb, 5000);  // b takes it; its acknowledgements, delayed ones too, go nowhere
     ASSERT_EQ(sb.next, 2u);
     EXPECT_EQ(sb.bad, 0u);
@@ -584,9 +588,7 @@ TEST(UdpReliable, ALingeringEndpointWaitsOutItsPeersTimer) {
     exchange(p, 1, sa, sb, 64);
     Channel *ab = p.a->link_to(kIpB, p.port_b()), *ba = p.b->link_to(kIpA, p.port_a());
     ASSERT_GE(ab->rto_ns(), 100000000u) << ab->describe();
-    const uint64_t n = 1;  // a's next packet says its timer as it is now
-    iovec iov{const_cast<uint64_t *>(&n), 0};
-    ASSERT_TRUE(ab->send(&n, sizeof(n), &iov, 1, false));
+    ASSERT_TRUE(send_numbered(ab, 1));  // its header says a's timer as it is now
     poll_alone(*p.b, sb, 5000);
     ASSERT_EQ(sb.next, 2u);
     EXPECT_GE(ba->peer_rto_ns(), 100000000u) << ba->describe();
