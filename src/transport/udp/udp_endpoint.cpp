@@ -198,9 +198,10 @@ void UdpEndpoint::flush_acks(bool idle) {
 // our 0.5 ms was seen). The acknowledgement is also sent again, four times across the
 // quiet time: a peer that has one resends nothing at all.
 void UdpEndpoint::linger() {
-    constexpr uint64_t kQuietMin = 10000000, kMin = 50000000;  // ns
-    uint64_t quiet = kQuietMin;
-    if (!ack_heard_peers(quiet)) return;
+    constexpr uint64_t kMin = 50000000;  // ns
+    uint64_t quiet = linger_quiet_ns();
+    if (!quiet) return;
+    ack_heard_peers();
     closing_ = true;
     struct Refuse : PacketSink {
         bool deliver(const uint8_t *, size_t) override { return false; }
@@ -211,7 +212,8 @@ void UdpEndpoint::linger() {
         if (poll(refuse, 64)) last_rx = now;
         sock_.release_faults(now);
         if (now >= next_ack) {
-            ack_heard_peers(quiet);
+            quiet = std::max(quiet, linger_quiet_ns());  // a resend may have said a longer timer
+            ack_heard_peers();
             next_ack = now + ack_every;
         }
         struct timespec ts = {0, 200000};
@@ -219,20 +221,22 @@ void UdpEndpoint::linger() {
     }
 }
 
-// An acknowledgement to every live peer we heard from; false when there is none. `quiet`
-// grows to eight of the longest timeout between us and them (at most 250 ms).
-bool UdpEndpoint::ack_heard_peers(uint64_t &quiet) {
-    constexpr uint64_t kQuietMax = 250000000;  // ns
-    bool any = false;
+uint64_t UdpEndpoint::linger_quiet_ns() const {
+    constexpr uint64_t kQuietMin = 10000000, kQuietMax = 250000000;  // ns
+    uint64_t quiet = 0;
     for (auto &c : all_)
         if (c->alive() && c->heard_from_peer()) {
-            c->send_ack();
-            any = true;
             const uint64_t rto = std::max(c->rto_ns(), c->peer_rto_ns());
-            quiet = std::max(quiet, std::min(kQuietMax, 8 * rto));
+            quiet = std::max({quiet, kQuietMin, std::min(kQuietMax, 8 * rto)});
         }
+    return quiet;
+}
+
+// An acknowledgement to every live peer we heard from.
+void UdpEndpoint::ack_heard_peers() {
+    for (auto &c : all_)
+        if (c->alive() && c->heard_from_peer()) c->send_ack();
     sock_.flush();
-    return any;
 }
 
 // Our receive queue runs deep: we are the bottleneck, as a switch port is when its queue

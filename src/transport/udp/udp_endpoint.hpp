@@ -53,6 +53,10 @@ class UdpEndpoint final : public RxQueue {
     // Before closing: keep answering for a short while so that peers whose last
     // acknowledgement was lost learn that their packets arrived. New data is refused.
     void linger();
+    // How long linger waits for the peers to fall quiet: eight of the longest timeout
+    // between us and a live peer we heard from (ours toward it, or the one its datagrams
+    // said), 10 ms to 250 ms; 0 when there is no such peer (nothing to linger for).
+    uint64_t linger_quiet_ns() const;
     bool closing() const { return closing_; }
 
     int fd() const { return sock_.fd(); }
@@ -97,7 +101,7 @@ class UdpEndpoint final : public RxQueue {
     void reject(const RelHdr &h, const sockaddr_in &from);
     void run_timers(uint64_t now);
     void flush_acks(bool idle);
-    bool ack_heard_peers(uint64_t &quiet);  // linger's acknowledgements
+    void ack_heard_peers();  // linger's acknowledgements
     void signal_congestion();
     void share_buffer(uint64_t now);
 
