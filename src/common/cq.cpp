@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 #include "common/cq.hpp"
 
+#include "common/call_clock.hpp"
 #include "common/deadline.hpp"
 #include "common/fi_api.hpp"
 
@@ -76,8 +77,15 @@ const char *op_strerror(fid_cq *f, int prov_errno, const void *err_data, char *b
 
 template <bool kSerial>
 constexpr fi_ops_cq make_cq_ops() {
-    return {sizeof(fi_ops_cq), op_read<kSerial>, op_readfrom<kSerial>, op_readerr, op_sread,
-            op_sreadfrom,      op_signal,        op_strerror};
+    using call_clock::Call, call_clock::clocked;  // timed in a measuring build
+    return {sizeof(fi_ops_cq),
+            clocked<Call::kRead, op_read<kSerial>>(),
+            clocked<Call::kRead, op_readfrom<kSerial>>(),
+            op_readerr,
+            op_sread,
+            op_sreadfrom,
+            op_signal,
+            op_strerror};
 }
 fi_ops_cq cq_ops = make_cq_ops<false>();
 fi_ops_cq cq_serial_ops = make_cq_ops<true>();

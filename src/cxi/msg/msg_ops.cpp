@@ -3,6 +3,7 @@
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_rma.h>
 
+#include "common/call_clock.hpp"
 #include "common/log.hpp"
 #include "common/not_supported.hpp"
 #include "cxi/obj/domain.hpp"
@@ -258,17 +259,34 @@ ssize_t t_injectdata(fid_ep *ep, const void *buf, size_t len, uint64_t data, fi_
 
 // One table of each per kind of domain (common/serial.hpp): the engine's lock is a
 // spinlock in one, the serialised domain's flag in the other.
+// In a measuring build each entry times itself (common/call_clock.hpp).
+using call_clock::Call;
+using call_clock::clocked;
 template <bool kSerial>
 constexpr fi_ops_msg make_msg_ops() {
-    return {sizeof(fi_ops_msg),  m_recv<kSerial>,      m_recvv<kSerial>,   m_recvmsg<kSerial>,
-            m_send<kSerial>,     m_sendv<kSerial>,     m_sendmsg<kSerial>, m_inject<kSerial>,
-            m_senddata<kSerial>, m_injectdata<kSerial>};
+    return {sizeof(fi_ops_msg),
+            clocked<Call::kRecv, m_recv<kSerial>>(),
+            clocked<Call::kRecv, m_recvv<kSerial>>(),
+            clocked<Call::kRecv, m_recvmsg<kSerial>>(),
+            clocked<Call::kSend, m_send<kSerial>>(),
+            clocked<Call::kSend, m_sendv<kSerial>>(),
+            clocked<Call::kSend, m_sendmsg<kSerial>>(),
+            clocked<Call::kInject, m_inject<kSerial>>(),
+            clocked<Call::kSend, m_senddata<kSerial>>(),
+            clocked<Call::kInject, m_injectdata<kSerial>>()};
 }
 template <bool kSerial>
 constexpr fi_ops_tagged make_tagged_ops() {
-    return {sizeof(fi_ops_tagged), t_recv<kSerial>,      t_recvv<kSerial>,   t_recvmsg<kSerial>,
-            t_send<kSerial>,       t_sendv<kSerial>,     t_sendmsg<kSerial>, t_inject<kSerial>,
-            t_senddata<kSerial>,   t_injectdata<kSerial>};
+    return {sizeof(fi_ops_tagged),
+            clocked<Call::kRecv, t_recv<kSerial>>(),
+            clocked<Call::kRecv, t_recvv<kSerial>>(),
+            clocked<Call::kRecv, t_recvmsg<kSerial>>(),
+            clocked<Call::kSend, t_send<kSerial>>(),
+            clocked<Call::kSend, t_sendv<kSerial>>(),
+            clocked<Call::kSend, t_sendmsg<kSerial>>(),
+            clocked<Call::kInject, t_inject<kSerial>>(),
+            clocked<Call::kSend, t_senddata<kSerial>>(),
+            clocked<Call::kInject, t_injectdata<kSerial>>()};
 }
 
 }  // namespace
