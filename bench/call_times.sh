@@ -13,6 +13,11 @@
 # client: ns per call and calls per message received, both sides together. Beside it, the
 # one-way time with the clock, without it (the checkout's ./build) and, for Open MPI,
 # over ob1 + vader, from the same runs. Calls the ping-pong does not make are left out.
+#
+# To weigh a change in time where runs move by more than it does: guard it with
+# `call_clock::ab_on()` and run this script. Each process then runs the change in every
+# other block of 4,096 messages, and its time per message on and off comes from the same
+# run (the "A/B" line; the ratio of each process, and their median).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -62,6 +67,9 @@ table() {
     echo "| call | ns per call | calls per message received |"
     echo "|---|---|---|"
     awk '
+        / a\/b / {  # call_clock PID: a/b off X ns, on Y ns a message (...): on/off R
+            ab = ab " " $NF; next
+        }
         /^call_clock/ {  # call_clock PID: NAME... CALLS calls NS ns each
             name = $3; for (i = 4; i <= NF - 5; i++) name = name " " $i
             if (!(name in seen)) { seen[name] = 1; names[++k] = name }
@@ -73,6 +81,11 @@ table() {
                 nm = names[i]
                 if (calls[nm] / found < 0.01) continue  # setting up, not the ping-pong
                 printf "| %s | %.1f | %.2f |\n", nm, time[nm] / calls[nm], calls[nm] / found
+            }
+            if (ab != "") {  # a change under trial (call_clock::ab_on) in every other block
+                m = split(ab, r, " ")
+                for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
+                printf "\nA/B, time a message on/off in the same runs (code under call_clock::ab_on()): median %s of%s\n", r[int((m + 1) / 2)], ab
             }
         }' "$work/calls"
     echo

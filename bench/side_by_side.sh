@@ -9,8 +9,9 @@
 #   bench/side_by_side.sh OLD_BUILD NEW_BUILD        (each a build dir with lib/)
 #
 # R=<runs> pairs (default 8) after one warm-up each; medians and every run printed.
-# Within a host: 8 B, 64 KiB and 1 MiB; between namespaces (root only): 8 B and 1 MiB,
-# over cxi and over usnic RDM (usnic's device is the namespace's veth).
+# Within a host: 8 B, 64 KiB and 1 MiB, and Open MPI's 8-byte ping-pong over cxi where
+# Open MPI is installed; between namespaces (root only): 8 B and 1 MiB, over cxi and over
+# usnic RDM (usnic's device is the namespace's veth).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -33,15 +34,23 @@ one() {
     wait $s || true
 }
 
-# A row: label size iters column [prefixes...]; column 7 is usec/xfer, 6 is MB/s.
+# Open MPI's 8-byte ping-pong (bench/mpi_pingpong.c, pml cm + mtl ofi over cxi): PLUGINS.
+one_mpi() {
+    FI_PROVIDER_PATH="$1" timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 \
+        --bind-to core --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include cxi \
+        -x FI_PROVIDER_PATH "$mpi_exe" 50000 8 2>/dev/null | awk '{print $2}'
+}
+
+# A row: label size iters column [prefixes...]; column 7 is usec/xfer, 6 is MB/s. RUN:
+# the runner (one, or one_mpi, which takes no more than the plugins).
 row() {
-    local label=$1 a=() b=() i
+    local label=$1 a=() b=() i run=${RUN:-one}
     shift
-    one "$OLD" "$@" >/dev/null
-    one "$NEW" "$@" >/dev/null
+    $run "$OLD" "$@" >/dev/null
+    $run "$NEW" "$@" >/dev/null
     for ((i = 0; i < R; i++)); do
-        a+=("$(one "$OLD" "$@")")
-        b+=("$(one "$NEW" "$@")")
+        a+=("$($run "$OLD" "$@")")
+        b+=("$($run "$NEW" "$@")")
     done
     printf '| %s | %s | %s | %s | %s |\n' "$label" "$(printf '%s\n' "${a[@]}" | median)" \
         "$(printf '%s\n' "${b[@]}" | median)" "${a[*]}" "${b[*]}"
@@ -54,6 +63,12 @@ echo "|---|---|---|---|---|"
 row "8 B usec/xfer, one host" 8 20000 7
 row "64 KiB MB/s, one host" 65536 5000 6
 row "1 MiB MB/s, one host" 1048576 2000 6
+if command -v mpicc >/dev/null; then
+    mpi_exe=$(mktemp -d)/mpi_pingpong
+    mpicc -O2 -o "$mpi_exe" bench/mpi_pingpong.c
+    RUN=one_mpi row "Open MPI 8 B usec one way, one host"
+    rm -rf "$(dirname "$mpi_exe")"
+fi
 if [ "$(id -u)" = 0 ]; then
     . tests/integration/netns.sh
     netns_up 9000 >/dev/null

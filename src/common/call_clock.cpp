@@ -23,8 +23,9 @@ double calibrate() {
     timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
     const uint64_t t0 = now();
-    do clock_gettime(CLOCK_MONOTONIC, &b);
-    while (ns_between(a, b) < 2e7);
+    do {
+        clock_gettime(CLOCK_MONOTONIC, &b);
+    } while (ns_between(a, b) < 2e7);
     return double(now() - t0) / ns_between(a, b);
 }
 
@@ -43,7 +44,8 @@ struct Reporter {
     Tally tally;
     ~Reporter() {
         uint64_t any = 0;
-        for (unsigned c = 0; c < unsigned(Call::kCount); c++) any += tally.calls(Call(c));
+        for (unsigned c = 0; c < unsigned(Call::kCount); c++)
+            any += tally.calls(Call(c));
         if (any) tally.report(stderr, calibrate(), clock_cost());
     }
 };
@@ -62,6 +64,13 @@ void Tally::report(FILE *out, double ticks_per_ns, uint64_t clock_ticks) const {
         fprintf(out, "call_clock %d: %-12s %10lu calls %8.1f ns each\n", int(getpid()),
                 name(Call(i)), static_cast<unsigned long>(calls_[i]), per / ticks_per_ns);
     }
+    if (ab_blocks_[0] && ab_blocks_[1])
+        fprintf(
+            out,
+            "call_clock %d: a/b off %.1f ns, on %.1f ns a message (%lu, %lu blocks): on/off %.4f\n",
+            int(getpid()), ab_ticks(false) / ticks_per_ns, ab_ticks(true) / ticks_per_ns,
+            static_cast<unsigned long>(ab_blocks_[0]), static_cast<unsigned long>(ab_blocks_[1]),
+            ab_ticks(true) / ab_ticks(false));
 }
 
 }  // namespace softnic::call_clock

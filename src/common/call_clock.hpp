@@ -42,18 +42,46 @@ class Tally {
         calls_[unsigned(c)]++;
         ticks_[unsigned(c)] += ticks;
     }
-    void add_read(ssize_t ret, uint64_t ticks) {
+    // A read that took `ticks` and ended at `at`.
+    void add_read(ssize_t ret, uint64_t ticks, uint64_t at) {
         add(ret > 0 ? Call::kReadFound : last_found_ ? Call::kReadDrain : Call::kReadIdle, ticks);
         last_found_ = ret > 0;
+        if (ret > 0) count_messages(uint64_t(ret), at);
     }
     uint64_t calls(Call c) const { return calls_[unsigned(c)]; }
     uint64_t ticks(Call c) const { return ticks_[unsigned(c)]; }
-    // One line per kind of call made: calls and ns per call, the clock's own cost taken off.
+
+    // A/B within one run. The entries this process reads are counted in blocks of
+    // kAbBlock, and every other block is "on": a change under trial, guarded by ab_on(),
+    // runs in those only, so that both halves see the same machine (a VM's change of
+    // mode moves whole runs by 20 % here). Both sides of a ping-pong read in step, so
+    // their blocks agree. The first kAbWarm blocks are left out.
+    static constexpr uint64_t kAbBlock = 4096, kAbWarm = 10;
+    bool ab_on() const { return (messages_ / kAbBlock) & 1; }
+    // Ticks per message in the off and on blocks measured so far (0 before any).
+    double ab_ticks(bool on) const {
+        return ab_blocks_[on] ? double(ab_ticks_[on]) / double(ab_blocks_[on] * kAbBlock) : 0;
+    }
+
+    // One line per kind of call made: calls and ns per call, the clock's own cost taken
+    // off; then the A/B line when both halves were measured.
     void report(FILE *out, double ticks_per_ns, uint64_t clock_ticks) const;
 
   private:
+    void count_messages(uint64_t n, uint64_t at) {
+        const uint64_t before = messages_ / kAbBlock;
+        messages_ += n;
+        if (messages_ / kAbBlock == before) return;  // a block ends here
+        if (before >= kAbWarm) {
+            ab_ticks_[before & 1] += at - block_start_;
+            ab_blocks_[before & 1]++;
+        }
+        block_start_ = at;
+    }
+
     uint64_t calls_[unsigned(Call::kCount)] = {}, ticks_[unsigned(Call::kCount)] = {};
     bool last_found_ = false;
+    uint64_t messages_ = 0, block_start_ = 0, ab_ticks_[2] = {}, ab_blocks_[2] = {};
 };
 
 // The process's tally, reported to stderr at exit when it counted anything.
@@ -79,13 +107,20 @@ struct Clocked<C, Fn> {
     static ssize_t call(A... a) {
         const uint64_t t0 = now();
         const ssize_t ret = Fn(a...);
+        const uint64_t t1 = now();
         if constexpr (C == Call::kRead)
-            tally().add_read(ret, now() - t0);
+            tally().add_read(ret, t1 - t0, t1);
         else
-            tally().add(C, now() - t0);
+            tally().add(C, t1 - t0);
         return ret;
     }
 };
+// Whether a change under trial runs now (Tally's A/B): never outside a measuring build.
+inline bool ab_on() {
+    if constexpr (kOn) return tally().ab_on();
+    return false;
+}
+
 template <Call C, auto Fn>
 constexpr auto clocked() {
     if constexpr (kOn)

@@ -53,11 +53,11 @@ Cq *cq_of(fid_cq *f) {
 
 template <bool kSerial>
 ssize_t op_read(fid_cq *f, void *buf, size_t n) {
-    return guarded([&] { return cq_of(f)->read<kSerial>(buf, n, nullptr); });
+    return guarded([&] { return cq_of(f)->read<kSerial, true>(buf, n, nullptr); });
 }
 template <bool kSerial>
 ssize_t op_readfrom(fid_cq *f, void *buf, size_t n, fi_addr_t *src) {
-    return guarded([&] { return cq_of(f)->read<kSerial>(buf, n, src); });
+    return guarded([&] { return cq_of(f)->read<kSerial, true>(buf, n, src); });
 }
 ssize_t op_readerr(fid_cq *f, fi_cq_err_entry *e, uint64_t flags) {
     return guarded([&] { return cq_of(f)->readerr(e, flags); });
@@ -255,7 +255,10 @@ template <bool kSerial>
         ReaderScope scope(&d);
         progress_.run_as<kSerial>();
     }
-    if (d.n) return static_cast<ssize_t>(d.n);
+    if (d.n) {
+        if (d.n < count) drained_.store(true, std::memory_order_relaxed);  // read's kDrainEnd
+        return static_cast<ssize_t>(d.n);
+    }
     if (!pending_.load(std::memory_order_relaxed)) return -FI_EAGAIN;
     return take<kSerial>(d.out, d.room, d.src);  // from d: no register is kept across progress
 }

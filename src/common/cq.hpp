@@ -128,10 +128,23 @@ class Cq {
     // progress runs again: progress would only add behind it, and a send's completion
     // (queued as the send was posted) then costs no poll of the peers. At most kSkips
     // reads in a row skip progress, so a CQ that never empties still drives its endpoints.
-    template <bool kSerial = false>  // kSerial: a serialised domain's (serial.hpp)
+    // kDrainEnd: fi_cq_read's and fi_cq_readfrom's (not sread's, which sleeps on what a
+    // read saw). A reader that drains the CQ, reading until a read finds nothing (Open
+    // MPI's mtl, after every entry), gets that nothing at once when the read before came
+    // back short from a progress pass and nothing was queued since: that pass took all
+    // there was, and a second pass now would sit on a ping-pong's critical path (6 % of
+    // Open MPI's 8-byte round trip). Once: the read after it progresses, so a loop of reads
+    // still drives the endpoints; a zero-count read, which asks for progress, always does.
+    template <bool kSerial = false, bool kDrainEnd = false>  // kSerial: serial.hpp
     ssize_t read(void *buf, size_t count, fi_addr_t *src) {
         if (count && !buf) [[unlikely]]
             return reject_null_buffer();
+        if constexpr (kDrainEnd) {
+            if (drained_.load(std::memory_order_relaxed)) [[unlikely]] {
+                drained_.store(false, std::memory_order_relaxed);
+                if (count && !pending_.load(std::memory_order_relaxed)) return -FI_EAGAIN;
+            }
+        }
         auto *out = static_cast<uint8_t *>(buf);
         const unsigned skipped = skipped_.load(std::memory_order_relaxed);
         if (pending_.load(std::memory_order_relaxed) && skipped < kSkips) {
@@ -237,7 +250,8 @@ class Cq {
     // Reads in a row that found completions queued and so skipped progress (read()).
     static constexpr unsigned kSkips = 8;
     std::atomic<unsigned> skipped_{0};
-    ErrorCompletion last_error_;  // err_data handed out by readerr stays valid until the next
+    std::atomic<bool> drained_{false};  // the last progress pass's read came back short
+    ErrorCompletion last_error_;        // err_data handed out by readerr stays valid until the next
     ProgressList progress_;
     RefCount refs_;
     ParentRef parent_;

@@ -14,13 +14,13 @@ namespace {
 // after that are a wait. An error (a negative return other than -FI_EAGAIN) counts as empty.
 TEST(CallClock, SortsReadsByWhatTheyReturned) {
     Tally t;
-    t.add_read(-11, 5);  // nothing found yet: a wait
-    t.add_read(1, 100);
-    t.add_read(-11, 20);
-    t.add_read(-11, 7);
-    t.add_read(-11, 9);
-    t.add_read(3, 80);
-    t.add_read(-259, 30);  // -FI_EAVAIL right after entries: the drain's end all the same
+    t.add_read(-11, 5, 0);  // nothing found yet: a wait
+    t.add_read(1, 100, 0);
+    t.add_read(-11, 20, 0);
+    t.add_read(-11, 7, 0);
+    t.add_read(-11, 9, 0);
+    t.add_read(3, 80, 0);
+    t.add_read(-259, 30, 0);  // -FI_EAVAIL right after entries: the drain's end all the same
     EXPECT_EQ(t.calls(Call::kReadFound), 2u);
     EXPECT_EQ(t.ticks(Call::kReadFound), 180u);
     EXPECT_EQ(t.calls(Call::kReadDrain), 2u);
@@ -46,6 +46,35 @@ TEST(CallClock, ReportsEachCallMadeWithoutTheClocksOwnCost) {
     EXPECT_NE(s.find("22.0 ns each"), std::string::npos) << s;   // (64 - 20) / 2
     EXPECT_EQ(s.find("send"), std::string::npos) << s;
     EXPECT_EQ(s.find("read"), std::string::npos) << s;
+}
+
+// The A/B split: blocks of kAbBlock messages, every other one "on"; the warm-up blocks
+// are left out, and each half's time per message comes from its own blocks.
+TEST(CallClock, SplitsARunIntoOffAndOnBlocks) {
+    Tally t;
+    constexpr uint64_t kB = Tally::kAbBlock;
+    uint64_t at = 0;
+    for (uint64_t block = 0; block < Tally::kAbWarm + 6; block++) {
+        const bool on = block & 1;
+        for (uint64_t m = 0; m < kB; m++) {
+            EXPECT_EQ(on, t.ab_on()) << "block " << block << ", message " << m;
+            at += on ? 90 : 100;  // the change under trial saves 10 %
+            t.add_read(1, 5, at);
+        }
+    }
+    EXPECT_DOUBLE_EQ(t.ab_ticks(false), 100.0);
+    EXPECT_DOUBLE_EQ(t.ab_ticks(true), 90.0);
+    char buf[1024] = {};
+    FILE *out = fmemopen(buf, sizeof(buf) - 1, "w");
+    ASSERT_NE(out, nullptr);
+    t.report(out, 1.0, 0);
+    fclose(out);
+    EXPECT_NE(std::string(buf).find("on/off 0.9000"), std::string::npos) << buf;
+    // A read of several entries may cross a boundary: the block it ends is counted whole.
+    Tally u;
+    u.add_read(int(kB) * 11 + 3, 1, 1000);
+    EXPECT_TRUE(u.ab_on());
+    EXPECT_DOUBLE_EQ(u.ab_ticks(false), 0.0);  // still within the warm-up
 }
 
 // The build that runs this test does not measure: the ops tables hold the calls
