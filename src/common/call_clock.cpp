@@ -29,8 +29,8 @@ double calibrate() {
     return double(now() - t0) / ns_between(a, b);
 }
 
-// What a start() and stop() pair costs by itself: the least of many, as the calls' own
-// readings include it once.
+// What two readings of the clock cost by themselves: the least of many, as each call's
+// time includes that once.
 uint64_t clock_cost() {
     uint64_t least = ~0ULL;
     for (int i = 0; i < 1000; i++) {

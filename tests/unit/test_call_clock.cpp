@@ -87,5 +87,14 @@ TEST(CallClock, OffBuildsHandOutTheCallItself) {
     EXPECT_EQ((clocked<Call::kSend, plain_call>()), &plain_call);
 }
 
+// What a measuring build hands out instead, compiled here too: the call, counted.
+TEST(CallClock, AWrappedEntryCallsThroughAndCounts) {
+    const uint64_t sends = tally().calls(Call::kSend), reads = tally().calls(Call::kReadFound);
+    EXPECT_EQ(8, (Clocked<Call::kSend, plain_call>::call(7)));
+    EXPECT_EQ(sends + 1, tally().calls(Call::kSend));
+    EXPECT_EQ(1, (Clocked<Call::kRead, plain_call>::call(0)));  // a read that found one
+    EXPECT_EQ(reads + 1, tally().calls(Call::kReadFound));
+}
+
 }  // namespace
 }  // namespace softnic::call_clock
