@@ -14,19 +14,13 @@ const char *name(Call c) {
     return names[unsigned(c)];
 }
 
-double ns_between(const timespec &a, const timespec &b) {
-    return double(b.tv_sec - a.tv_sec) * 1e9 + double(b.tv_nsec - a.tv_nsec);
-}
-
 // Ticks per ns, against the monotonic clock over 20 ms.
 double calibrate() {
-    timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
-    const uint64_t t0 = now();
-    do {
-        clock_gettime(CLOCK_MONOTONIC, &b);
-    } while (ns_between(a, b) < 2e7);
-    return double(now() - t0) / ns_between(a, b);
+    const uint64_t start = monotonic_ns(), t0 = now();
+    uint64_t ns;
+    while ((ns = monotonic_ns() - start) < 20000000) {
+    }
+    return double(now() - t0) / double(ns);
 }
 
 // What two readings of the clock cost by themselves: the least of many, as each call's

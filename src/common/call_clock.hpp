@@ -10,7 +10,8 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <ctime>
+
+#include "common/clock.hpp"
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
@@ -91,9 +92,7 @@ inline uint64_t now() {
 #if defined(__x86_64__)
     return __rdtsc();
 #else
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+    return monotonic_ns();
 #endif
 }
 
