@@ -13,6 +13,7 @@
 namespace softnic {
 
 constinit thread_local CqDirectRead *t_cq_reader = nullptr;
+constinit thread_local const Cq *t_drained_cq = nullptr;
 
 namespace {
 
@@ -256,7 +257,7 @@ template <bool kSerial>
         progress_.run_as<kSerial>();
     }
     if (d.n) {
-        if (d.n < count) drained_.store(true, std::memory_order_relaxed);  // read's kDrainEnd
+        if (d.n < count) t_drained_cq = this;  // read's kDrainEnd
         return static_cast<ssize_t>(d.n);
     }
     if (!pending_.load(std::memory_order_relaxed)) return -FI_EAGAIN;

@@ -69,6 +69,14 @@ struct CqDirectRead {
 // initial-exec: a plain thread-pointer load on the message path, not __tls_get_addr;
 // constinit: no initialisation wrapper around it.
 extern constinit thread_local CqDirectRead *t_cq_reader __attribute__((tls_model("initial-exec")));
+// The CQ whose last read on this thread came back short from a progress pass, until the
+// thread posts a receive (Cq::read's kDrainEnd).
+extern constinit thread_local const Cq *t_drained_cq __attribute__((tls_model("initial-exec")));
+// A receive posted on this thread: its CQ reads progress again (one store; on the
+// receive alone, as a request-reply loop posts one between its reads).
+inline void note_post() {
+    t_drained_cq = nullptr;
+}
 
 class Cq {
   public:
@@ -130,18 +138,20 @@ class Cq {
     // reads in a row skip progress, so a CQ that never empties still drives its endpoints.
     // kDrainEnd: fi_cq_read's and fi_cq_readfrom's (not sread's, which sleeps on what a
     // read saw). A reader that drains the CQ, reading until a read finds nothing (Open
-    // MPI's mtl, after every entry), gets that nothing at once when the read before came
-    // back short from a progress pass and nothing was queued since: that pass took all
-    // there was, and a second pass now would sit on a ping-pong's critical path (6 % of
-    // Open MPI's 8-byte round trip). Once: the read after it progresses, so a loop of reads
-    // still drives the endpoints; a zero-count read, which asks for progress, always does.
+    // MPI's mtl, after every entry), gets that nothing at once when the read before on
+    // this thread came back short from a progress pass, nothing was queued since and the
+    // thread posted no receive in between: that pass took all there was, and a second pass
+    // now would sit on a ping-pong's critical path (6 % of Open MPI's 8-byte round trip).
+    // A reader that reads once per progress call and posts its next receive in between
+    // (MPICH) progresses at every read: skipping there cost it 2-14 %. Once: the read after it
+    // progresses, so a loop of reads still drives the endpoints; a zero-count read always does.
     template <bool kSerial = false, bool kDrainEnd = false>  // kSerial: serial.hpp
     ssize_t read(void *buf, size_t count, fi_addr_t *src) {
         if (count && !buf) [[unlikely]]
             return reject_null_buffer();
         if constexpr (kDrainEnd) {
-            if (drained_.load(std::memory_order_relaxed)) [[unlikely]] {
-                drained_.store(false, std::memory_order_relaxed);
+            if (t_drained_cq == this) [[unlikely]] {
+                t_drained_cq = nullptr;
                 if (count && !pending_.load(std::memory_order_relaxed)) return -FI_EAGAIN;
             }
         }
@@ -250,8 +260,7 @@ class Cq {
     // Reads in a row that found completions queued and so skipped progress (read()).
     static constexpr unsigned kSkips = 8;
     std::atomic<unsigned> skipped_{0};
-    std::atomic<bool> drained_{false};  // the last progress pass's read came back short
-    ErrorCompletion last_error_;        // err_data handed out by readerr stays valid until the next
+    ErrorCompletion last_error_;  // err_data handed out by readerr stays valid until the next
     ProgressList progress_;
     RefCount refs_;
     ParentRef parent_;

@@ -167,6 +167,7 @@ template <bool kSerial>
 [[gnu::always_inline]] inline ssize_t PidEngine::recv_as(const RecvArgs &a) {
     if (TriggeredIssue t = take_triggered_issue(); t.active) [[unlikely]]
         return recv_triggered(a, t.cntr);
+    note_post();  // a reader posting its next receive between reads progresses at each
     DataGuardAs<kSerial> g(lock_);
     return rx_.post(a);
 }

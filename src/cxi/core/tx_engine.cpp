@@ -154,10 +154,8 @@ ssize_t TxEngine::send_device(SendArgs a, transport::Link *link) {
 ssize_t TxEngine::send(const SendArgs &a) {
     int err = 0;
     transport::Link *link = engine_.links().route(a.dest, err);
-    if (link && try_fast_send(a, link, err)) [[likely]] {
-        eagain_streak_ = 0;
+    if (link && try_fast_send(a, link, err)) [[likely]]
         return 0;
-    }
     return send_queued(a, link, err);
 }
 

@@ -97,7 +97,7 @@ class TxEngine {
     bool holding_more_ = false;
     transport::msg::AckQueue<TxOp> awaiting_ack_;  // transmitted, waiting for the peer's ack
     std::vector<TxOp *> rnr_waiting_;  // refused by a receiver not ready: sent again when due
-    unsigned eagain_streak_ = 0;       // full-ring refusals in a row: check the peer is alive
+    unsigned eagain_streak_ = 0;       // full-ring refusals: every 1024th checks the peer lives
     // One-packet sends since the last packet arrived: from the second on, a stream, whose
     // link may get room ready ahead (Link::expect_more).
     unsigned sends_unanswered_ = 0;
