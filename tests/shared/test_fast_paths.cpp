@@ -81,6 +81,22 @@ class SharedFastPathTest : public SharedTest {
         return got;
     }
     int reads_ = 0;
+    // body(level, x, y) on a fresh pair at each threading level the provider offers; at
+    // least one must be.
+    template <class Body>
+    void for_each_level(Body body) {
+        int levels = 0;
+        for (fi_threading level : kLevels) {
+            SCOPED_TRACE(fi_tostr(&level, FI_TYPE_THREADING));
+            Side x, y;
+            if (!open_pair(level, x, y)) continue;  // not offered at this level
+            ASSERT_FALSE(HasFailure());
+            body(level, x, y);
+            if (HasFatalFailure()) return;
+            levels++;
+        }
+        EXPECT_GE(levels, 1) << "no threading level offered";
+    }
     // Reads `s`'s CQ for a while: how many entries arrived (none are expected).
     int stray_entries(Side &s) {
         int n = 0;
@@ -149,20 +165,13 @@ TEST_P(SharedFastPathTest, ASendToARemovedAddressReachesNobody) {
 // The 8-byte path at each threading level the provider offers: a ping-pong of checked
 // messages both ways.
 TEST_P(SharedFastPathTest, EightByteMessagesAtEveryThreadingLevel) {
-    int levels = 0;
-    for (fi_threading level : kLevels) {
-        SCOPED_TRACE(fi_tostr(&level, FI_TYPE_THREADING));
-        Side x, y;
-        if (!open_pair(level, x, y)) continue;  // not offered at this level
-        ASSERT_FALSE(HasFailure());
+    for_each_level([&](fi_threading level, Side &x, Side &y) {
         for (uint64_t i = 0; i < 64; i++) {
             eight_bytes(x, y, x.peer, uint64_t(level) * 1000 + i);
             eight_bytes(y, x, y.peer, uint64_t(level) * 1000 + i + 500);
             if (HasFatalFailure()) return;
         }
-        levels++;
-    }
-    EXPECT_GE(levels, 1) << "no threading level offered";
+    });
 }
 
 // The drain ends at the reading thread's next receive post: Open MPI reads again at once,
@@ -171,12 +180,7 @@ TEST_P(SharedFastPathTest, EightByteMessagesAtEveryThreadingLevel) {
 // where a message is in the ring as fi_send returns.
 TEST_P(SharedFastPathTest, AReceivePostedOnTheReadingThreadEndsTheDrain) {
     if (std::strcmp(GetParam().name, "cxi_shm") != 0) GTEST_SKIP() << "shared memory only";
-    int levels = 0;
-    for (fi_threading level : kLevels) {
-        SCOPED_TRACE(fi_tostr(&level, FI_TYPE_THREADING));
-        Side x, y;
-        if (!open_pair(level, x, y)) continue;  // not offered at this level
-        ASSERT_FALSE(HasFailure());
+    for_each_level([&](fi_threading, Side &x, Side &y) {
         Buffer xs = buffer(x, 8), yr = buffer(y, 24);
         int skipped = 0;
         for (uint64_t i = 0; i < 8; i++) {
@@ -213,9 +217,7 @@ TEST_P(SharedFastPathTest, AReceivePostedOnTheReadingThreadEndsTheDrain) {
         // The offload helper may queue a message before a read; it cannot do so every time.
         EXPECT_GT(skipped, 0) << "no read after a short one was answered without a pass";
         EXPECT_EQ(0, stray_entries(y));
-        levels++;
-    }
-    EXPECT_GE(levels, 1) << "no threading level offered";
+    });
 }
 
 // Open MPI's mtl reads its CQ until a read finds nothing, asking for many entries at a
@@ -225,12 +227,7 @@ TEST_P(SharedFastPathTest, AReceivePostedOnTheReadingThreadEndsTheDrain) {
 // shared memory a message in the ring is found by the second read at the latest.
 TEST_P(SharedFastPathTest, AReaderThatDrainsTheCqMissesNothing) {
     const bool shm = std::strcmp(GetParam().name, "cxi_shm") == 0;
-    int levels = 0;
-    for (fi_threading level : kLevels) {
-        SCOPED_TRACE(fi_tostr(&level, FI_TYPE_THREADING));
-        Side x, y;
-        if (!open_pair(level, x, y)) continue;  // not offered at this level
-        ASSERT_FALSE(HasFailure());
+    for_each_level([&](fi_threading, Side &x, Side &y) {
         Buffer xs = buffer(x, 8), xr = buffer(x, 8), ys = buffer(y, 8), yr = buffer(y, 16);
         for (uint64_t i = 0; i < 48; i++) {
             fi_context2 ping1, ping2, xrecv, ysend, r1, r2;
@@ -278,9 +275,7 @@ TEST_P(SharedFastPathTest, AReaderThatDrainsTheCqMissesNothing) {
         }
         EXPECT_EQ(0, stray_entries(x));
         EXPECT_EQ(0, stray_entries(y));
-        levels++;
-    }
-    EXPECT_GE(levels, 1) << "no threading level offered";
+    });
 }
 
 SHARED_INSTANTIATE(SharedFastPathTest);
